@@ -1,0 +1,28 @@
+"""Small launch helpers shared by every group: block sizes and grids."""
+
+from __future__ import annotations
+
+__all__ = ["MAX_FUSED_SIZE", "cdiv", "next_power_of_2", "row_block_size"]
+
+# 64 KiB of fp32 per row block: the largest row a single program reduces on one SM without
+# spilling (Liger-Kernel uses the same bound for its fused row kernels).
+MAX_FUSED_SIZE = 65536 // 4
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    """Smallest power of two >= n (1 for n <= 1); tl.arange needs power-of-two extents."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def row_block_size(n_cols: int) -> int:
+    """BLOCK_SIZE for a kernel that reduces one row per program."""
+    block = next_power_of_2(n_cols)
+    if block > MAX_FUSED_SIZE:
+        raise ValueError(
+            f"row of {n_cols} elements exceeds the fused-row limit of {MAX_FUSED_SIZE}"
+        )
+    return block

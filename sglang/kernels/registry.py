@@ -1,0 +1,105 @@
+"""A metadata-only registry of the operators: op id -> backends -> lazy `"module:attr"` targets.
+
+Op ids are `"<group>.<name>"`. Every target is a string, so importing this module (and listing
+the namespace) imports neither torch nor Triton, nor any operator module; a target is imported
+the first time it is loaded. The checker's string-target handling exists for these strings: when
+an operator moves, its target here moves with it, and `removed-module` flags a stale one.
+
+Backends: `triton` is the public entry point (it validates its inputs and runs the Triton kernel
+where Triton can run, the torch path otherwise); `torch` is the pure-torch reference.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["OpSpec", "REGISTRY", "get", "load", "op_ids", "register"]
+
+BACKENDS = ("triton", "torch")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    op_id: str
+    targets: dict[str, str]
+    doc: str = ""
+    _loaded: dict[str, Callable[..., Any]] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def group(self) -> str:
+        return self.op_id.split(".", 1)[0]
+
+    def load(self, backend: str = "triton") -> Callable[..., Any]:
+        try:
+            target = self.targets[backend]
+        except KeyError:
+            raise KeyError(
+                f"op {self.op_id!r} has no backend {backend!r}; it has {sorted(self.targets)}"
+            ) from None
+        fn = self._loaded.get(backend)
+        if fn is None:
+            module_name, _, attr = target.partition(":")
+            fn = getattr(importlib.import_module(module_name), attr)
+            self._loaded[backend] = fn
+        return fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load("triton")(*args, **kwargs)
+
+
+REGISTRY: dict[str, OpSpec] = {}
+
+
+def register(op_id: str, *, triton: str, torch: str, doc: str = "") -> OpSpec:
+    group, _, name = op_id.partition(".")
+    if not group or not name or "." in name:
+        raise ValueError(f"op id must be '<group>.<name>', got {op_id!r}")
+    if op_id in REGISTRY:
+        raise ValueError(f"op id {op_id!r} is registered twice")
+    for backend, target in (("triton", triton), ("torch", torch)):
+        module_name, sep, attr = target.partition(":")
+        if not sep or not module_name or not attr:
+            raise ValueError(f"{op_id}: {backend} target must be 'module:attr', got {target!r}")
+    spec = OpSpec(op_id, {"triton": triton, "torch": torch}, doc)
+    REGISTRY[op_id] = spec
+    return spec
+
+
+def get(op_id: str) -> OpSpec:
+    try:
+        return REGISTRY[op_id]
+    except KeyError:
+        raise KeyError(f"unknown op id {op_id!r}; known: {', '.join(sorted(REGISTRY))}") from None
+
+
+def load(op_id: str, backend: str = "triton") -> Callable[..., Any]:
+    return get(op_id).load(backend)
+
+
+def op_ids(group: str | None = None) -> list[str]:
+    return sorted(i for i in REGISTRY if group is None or i.split(".", 1)[0] == group)
+
+
+def _ops(group: str, module: str, *names: str) -> None:
+    """Register `names` of `sglang.kernels.ops.<group>.<module>`, each with its `<name>_ref`."""
+    path = f"sglang.kernels.ops.{group}.{module}"
+    for name in names:
+        register(f"{group}.{name}", triton=f"{path}:{name}", torch=f"{path}:{name}_ref")
+
+
+_ops("layernorm", "rmsnorm_hf", "rmsnorm_hf")
+_ops("layernorm", "fused_eh_norm", "fused_eh_norm")
+_ops("layernorm", "norm", "fused_add_rmsnorm")
+_ops("kvcache", "hicache", "transfer_hicache_one_layer", "transfer_hicache_all_layer")
+_ops("kvcache", "triton_store_cache", "store_cache")
+_ops("mamba", "inkling_sconv", "causal_conv1d")
+_ops("mamba", "transfer_mamba", "transfer_mamba_states")
+_ops("communication", "all_reduce", "fused_parallel_qknorm")
+_ops("gemm", "fused_a_gemm", "fused_a_gemm")
+_ops("gemm", "tiny_gemm", "tiny_gemm")
+_ops("quantization", "per_token_group_quant_8bit", "per_token_group_quant_8bit")
+_ops("quantization", "per_token_group_quant_8bit", "per_token_group_dequant_8bit")
+_ops("speculative", "resolve_future_token_ids", "resolve_future_token_ids")
+_ops("speculative", "ngram_embedding", "ngram_embedding")
