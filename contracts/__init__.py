@@ -1,0 +1,21 @@
+"""Guard a namespace migration with import-linter: the contract types `.importlinter` registers.
+
+    [importlinter]
+    contract_types =
+        removed_modules: contracts.RemovedModulesContract
+        operator_groups: contracts.OperatorGroupsContract
+        layer: contracts.LayerContract
+
+The classes are loaded on first access, so `python -m contracts` starts without importing
+import-linter. Nothing here imports torch or the code being checked.
+"""
+
+__all__ = ["LayerContract", "OperatorGroupsContract", "RemovedModulesContract"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from contracts import importlinter_types
+
+        return getattr(importlinter_types, name)
+    raise AttributeError(f"module 'contracts' has no attribute {name!r}")

@@ -1,0 +1,5 @@
+import sys
+
+from contracts.cli import main
+
+sys.exit(main())

@@ -1,0 +1,292 @@
+"""Reads `.importlinter`: the single source of truth for `lint-imports` and the CLI.
+
+The file is the INI format import-linter reads (multi-line values are one item per line). This
+module validates the options of this project's contract types with plain functions, so that the
+CLI and the import-linter adapters (`importlinter_types.py`) reject the same bad options with the
+same one-line messages. Every invalid option is reported; the first one found is raised.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+from dataclasses import dataclass, field
+
+from contracts.errors import ConfigError
+
+SECTION = "importlinter"
+CONTRACT_PREFIX = "importlinter:contract:"
+
+# The class paths `.importlinter` registers under `contract_types`, by our contract kind.
+OWN_CLASSES = {
+    "contracts.RemovedModulesContract": "removed_modules",
+    "contracts.OperatorGroupsContract": "operator_groups",
+    "contracts.LayerContract": "layer",
+}
+# import-linter's built-in contract types (run by `lint-imports`, not by this CLI).
+STOCK_TYPES = frozenset(
+    {"forbidden", "layers", "independence", "protected", "private_modules", "acyclic_siblings"}
+)
+
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class OptionError(ValueError):
+    """A bad option value; carries the option name. Turned into ConfigError with file/section."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+# --------------------------------------------------------------------------- option values
+
+
+def as_lines(raw: str | list | tuple | None) -> list[str]:
+    """import-linter's convention: a multi-line value is a list, one item per non-blank line."""
+    if raw is None:
+        return []
+    if isinstance(raw, (list, tuple)):
+        items = list(raw)
+    else:
+        items = str(raw).strip().split("\n")
+    return [item.strip() for item in items if item.strip()]
+
+
+def _module(option: str, value: str) -> str:
+    if not _MODULE_RE.match(value):
+        raise OptionError(option, f"'{value}' is not a dotted module name.")
+    return value
+
+
+def is_under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def parse_arrow_lines(option: str, raw) -> list[tuple[str, str]]:
+    pairs = []
+    for line in as_lines(raw):
+        if "->" not in line:
+            raise OptionError(option, f"line '{line}' has no '->'; expected 'old.module -> new.module'.")
+        left, _, right = line.partition("->")
+        left, right = left.strip(), right.strip()
+        if not left or not right or "->" in right:
+            raise OptionError(option, f"line '{line}' must be exactly 'old.module -> new.module'.")
+        pairs.append((_module(option, left), _module(option, right)))
+    return pairs
+
+
+@dataclass(frozen=True)
+class RemovedSpec:
+    """Options of a `removed_modules` contract."""
+
+    id: str
+    name: str
+    removed: tuple[str, ...]
+    # (old prefix, new prefix), longest old prefix first: the first match is the longest one.
+    replacements: tuple[tuple[str, str], ...] = ()
+
+    def replacement_for(self, module: str) -> str | None:
+        for old, new in self.replacements:
+            if is_under(module, old):
+                return new + module[len(old):]
+        return None
+
+    def removed_prefix_of(self, module: str) -> str | None:
+        for prefix in self.removed:
+            if is_under(module, prefix):
+                return prefix
+        return None
+
+
+@dataclass(frozen=True)
+class GroupsSpec:
+    """Options of an `operator_groups` contract."""
+
+    id: str
+    name: str
+    container: str
+    groups: tuple[str, ...]
+    shared_modules: tuple[str, ...] = ()
+    allowed_imports: tuple[tuple[str, str], ...] = ()
+
+    def group_of(self, module: str) -> str | None:
+        if not module.startswith(self.container + "."):
+            return None
+        head = module[len(self.container) + 1:].split(".", 1)[0]
+        return head if head in self.groups else None
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """Options of a `layer` contract: `layers`, highest first; a lower one may not import a higher one."""
+
+    id: str
+    name: str
+    layers: tuple[str, ...]
+
+
+def removed_spec(cid: str, options: dict) -> RemovedSpec:
+    removed = tuple(_module("removed_modules", m) for m in as_lines(options.get("removed_modules")))
+    if not removed:
+        raise OptionError("removed_modules", "name at least one removed module prefix.")
+    pairs = parse_arrow_lines("replacements", options.get("replacements"))
+    seen: dict[str, str] = {}
+    for old, new in pairs:
+        if old in seen:
+            raise OptionError("replacements", f"'{old}' has two replacements ('{seen[old]}' and '{new}').")
+        seen[old] = new
+        if not any(is_under(old, prefix) for prefix in removed):
+            raise OptionError(
+                "replacements", f"'{old}' is not under a removed prefix ({', '.join(removed)})."
+            )
+    for old, new in pairs:
+        if new in seen or any(is_under(new, o) for o in seen):
+            chain, cur = [old], new
+            while cur in seen and cur not in chain:
+                chain.append(cur)
+                cur = seen[cur]
+            if cur in chain:
+                raise OptionError("replacements", f"replacements form a cycle: {' -> '.join(chain + [cur])}.")
+        for prefix in removed:
+            if is_under(new, prefix):
+                raise OptionError(
+                    "replacements",
+                    f"target '{new}' of '{old}' is itself under the removed prefix '{prefix}'.",
+                )
+    ordered = tuple(sorted(pairs, key=lambda p: (-p[0].count("."), -len(p[0]), p[0])))
+    return RemovedSpec(cid, options.get("name", cid), removed, ordered)
+
+
+def groups_spec(cid: str, options: dict) -> GroupsSpec:
+    container = options.get("container")
+    if not container or isinstance(container, list):
+        raise OptionError("container", "expected a single module name, e.g. 'sglang.kernels.ops'.")
+    container = _module("container", container.strip())
+    groups: list[str] = []
+    for g in as_lines(options.get("groups")):
+        if not _IDENT_RE.match(g):
+            raise OptionError("groups", f"'{g}' is not a group name (one identifier per line).")
+        if g in groups:
+            raise OptionError("groups", f"group '{g}' is declared twice.")
+        groups.append(g)
+    if not groups:
+        raise OptionError("groups", "declare at least one group.")
+    shared = tuple(_module("shared_modules", m) for m in as_lines(options.get("shared_modules")))
+    allowed = tuple(parse_arrow_lines("allowed_imports", options.get("allowed_imports")))
+    return GroupsSpec(cid, options.get("name", cid), container, tuple(groups), shared, allowed)
+
+
+def layer_spec(cid: str, options: dict) -> LayerSpec:
+    layers = tuple(_module("layers", m) for m in as_lines(options.get("layers")))
+    if len(layers) < 2:
+        raise OptionError("layers", "name at least two layers, highest first, one per line.")
+    for i, a in enumerate(layers):
+        for b in layers[i + 1:]:
+            if is_under(a, b) or is_under(b, a):
+                raise OptionError("layers", f"layers '{a}' and '{b}' overlap.")
+    return LayerSpec(cid, options.get("name", cid), layers)
+
+
+SPEC_BUILDERS = {"removed_modules": removed_spec, "operator_groups": groups_spec, "layer": layer_spec}
+KNOWN_OPTIONS = {
+    "removed_modules": {"removed_modules", "replacements"},
+    "operator_groups": {"container", "groups", "shared_modules", "allowed_imports"},
+    "layer": {"layers"},
+}
+
+
+# --------------------------------------------------------------------------- the file
+
+
+@dataclass
+class Config:
+    path: str
+    root_packages: tuple[str, ...]
+    removed: list[RemovedSpec] = field(default_factory=list)
+    groups: list[GroupsSpec] = field(default_factory=list)
+    layers: list[LayerSpec] = field(default_factory=list)
+    # Contracts of other types (stock import-linter ones): `lint-imports` runs them, the CLI does not.
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def fingerprint(self) -> str:
+        return repr((self.root_packages, self.removed, self.groups, self.layers))
+
+
+def _clean(section: configparser.SectionProxy) -> dict:
+    # The same cleaning import-linter applies: a value with newlines becomes a list of lines.
+    return {k: (v.strip().split("\n") if "\n" in v else v) for k, v in section.items()}
+
+
+def load(path: str) -> Config:
+    display = os.path.relpath(path) if not os.path.isabs(path) else path
+    if not os.path.isfile(path):
+        raise ConfigError("no such file (pass --config FILE, or run where .importlinter is).", file=display)
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        with open(path, encoding="utf-8") as f:
+            parser.read_file(f)
+    except (configparser.Error, UnicodeDecodeError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"cannot be read as INI: {first}", file=display) from None
+    if SECTION not in parser:
+        raise ConfigError(f"has no [{SECTION}] section.", file=display)
+    session = _clean(parser[SECTION])
+
+    def err(message, section=SECTION, option=None):
+        return ConfigError(message, file=display, section=section, option=option)
+
+    roots = as_lines(session.get("root_packages")) or as_lines(session.get("root_package"))
+    if not roots:
+        raise err("name the package(s) to check with 'root_packages'.", option="root_packages")
+    for r in roots:
+        if not _IDENT_RE.match(r):
+            raise err(f"'{r}' is not a top-level package name.", option="root_packages")
+
+    kinds: dict[str, str] = {}
+    for line in as_lines(session.get("contract_types")):
+        name, sep, cls = line.partition(":")
+        if not sep or not name.strip() or not cls.strip():
+            raise err(f"line '{line}' must be 'name: module.Class'.", option="contract_types")
+        kinds[name.strip()] = OWN_CLASSES.get(cls.strip(), "other:" + cls.strip())
+
+    config = Config(path=os.path.abspath(path), root_packages=tuple(roots))
+    for section in parser.sections():
+        if not section.startswith(CONTRACT_PREFIX):
+            continue
+        cid = section[len(CONTRACT_PREFIX):]
+        options = _clean(parser[section])
+        ctype = options.get("type")
+        if not ctype or isinstance(ctype, list):
+            raise err("every contract needs a single 'type'.", section=section, option="type")
+        kind = kinds.get(ctype)
+        if kind is None:
+            if ctype in STOCK_TYPES:
+                config.skipped.append(cid)
+                continue
+            known = sorted(set(kinds) | STOCK_TYPES)
+            raise err(
+                f"unknown contract type '{ctype}' (known: {', '.join(known)}; register yours "
+                f"under 'contract_types' in [{SECTION}]).",
+                section=section, option="type",
+            )
+        if kind.startswith("other:"):
+            config.skipped.append(cid)
+            continue
+        unknown = sorted(set(options) - KNOWN_OPTIONS[kind] - {"name", "type", "id"})
+        if unknown:
+            raise err(f"unrecognized option for a '{ctype}' contract.", section=section, option=unknown[0])
+        try:
+            spec = SPEC_BUILDERS[kind](cid, options)
+        except OptionError as e:
+            raise err(str(e), section=section, option=e.option) from None
+        {"removed_modules": config.removed, "operator_groups": config.groups, "layer": config.layers}[kind].append(spec)
+    if not (config.removed or config.groups or config.layers):
+        raise err(
+            "no contract of this tool's types (removed_modules, operator_groups, layer) is configured.",
+            option="contract_types",
+        )
+    return config

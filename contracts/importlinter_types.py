@@ -1,0 +1,138 @@
+"""The import-linter face: contract types `lint-imports` runs beside its stock ones.
+
+Each `check()` runs the same engine and rules as the CLI (`contracts.check`), on the same
+`.importlinter`, sharing the CLI's cache. The graph import-linter passes in is not used for the
+rules: it lacks what grimp drops (imports of removed modules, directories without
+`__init__.py`), which is the point of these contracts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+from importlinter.application import output
+from importlinter.domain import fields
+from importlinter.domain.contract import Contract, ContractCheck, InvalidContractOptions
+
+from contracts import config as config_mod
+from contracts.check import Result, run
+from contracts.errors import NamespaceLintError
+from contracts.findings import Finding
+
+_RUNS: dict[tuple, Result] = {}
+
+
+def _config_path() -> str | None:
+    argv = sys.argv
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1]
+    for name in (".importlinter", "setup.cfg"):
+        if os.path.isfile(name):
+            return name
+    return None
+
+
+def _src_for(root: str) -> str:
+    # find_spec on a top-level name locates it without importing (executing) it.
+    spec = importlib.util.find_spec(root)
+    if spec is None or not spec.submodule_search_locations and not spec.origin:
+        raise NamespaceLintError(f"root package '{root}' is not importable from {os.getcwd()}")
+    location = list(spec.submodule_search_locations or [])[:1] or [spec.origin]
+    return os.path.dirname(os.path.abspath(location[0]))
+
+
+class _OwnContract(Contract):
+    kind = ""
+
+    def validate(self) -> None:
+        try:
+            self.spec = config_mod.SPEC_BUILDERS[self.kind](self._id(), self.contract_options)
+        except config_mod.OptionError as e:
+            raise InvalidContractOptions({e.option: str(e)}) from None
+
+    def _id(self) -> str:
+        return str(self.contract_options.get("id", self.name))
+
+    def _result(self) -> tuple[Result, str]:
+        roots = config_mod.as_lines(self.session_options.get("root_packages")) or \
+            config_mod.as_lines(self.session_options.get("root_package"))
+        src = _src_for(roots[0])
+        path = _config_path()
+        try:
+            cfg = config_mod.load(path) if path else None
+        except NamespaceLintError:
+            cfg = None
+        if cfg is None or self.spec not in (*cfg.removed, *cfg.groups, *cfg.layers):
+            cfg = config_mod.Config(path=os.path.abspath(path or ".importlinter"), root_packages=tuple(roots))
+            getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers"}[self.kind]).append(self.spec)
+        key = (src, cfg.fingerprint)
+        if key not in _RUNS:
+            cache_dir = os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
+            _RUNS[key] = run(cfg, src, cache_dir=cache_dir)
+        return _RUNS[key], src
+
+    def check(self, graph, verbose: bool) -> ContractCheck:
+        try:
+            result, src = self._result()
+        except NamespaceLintError as e:
+            return ContractCheck(kept=False, metadata={"error": str(e), "findings": []})
+        mine = next(c for c in result.contracts if c.id == self.spec.id)
+        findings = sorted(set(mine.findings) | set(result.engine_findings))
+        return ContractCheck(
+            kept=not findings,
+            metadata={"findings": [f.to_json() for f in findings], "files_scanned": result.files_scanned,
+                      "files_total": result.files_total},
+        )
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        if check.metadata.get("error"):
+            output.print_error(check.metadata["error"], bold=False)
+            return
+        findings = [Finding(**f) for f in check.metadata["findings"]]
+        count = len(findings)
+        output.print(f"{count} finding{'s' if count != 1 else ''} in "
+                     f"{check.metadata['files_scanned']} scanned files:")
+        output.new_line()
+        for f in findings:
+            use = f" (use {f.replacement} instead)" if f.replacement else ""
+            output.print_error(f"-   {f.path}:{f.line}:{f.col}: {f.rule} {f.message}{use}", bold=False)
+        output.new_line()
+
+
+class RemovedModulesContract(_OwnContract):
+    """Nothing may reference a removed module; the removed path may not exist again.
+
+    Rules: `removed-module`, `shim-present` (and `parse-error`, `not-scanned`).
+    """
+
+    type_name = "removed_modules"
+    kind = "removed_modules"
+    removed_modules = fields.ListField(subfield=fields.StringField())
+    replacements = fields.ListField(subfield=fields.StringField(), required=False)
+
+
+class OperatorGroupsContract(_OwnContract):
+    """Operator groups are independent, expose a public surface, and match the declaration.
+
+    Rules: `group-boundary`, `private-import`, `unknown-group`, `unused-allowed-import`.
+    """
+
+    type_name = "operator_groups"
+    kind = "operator_groups"
+    container = fields.StringField()
+    groups = fields.ListField(subfield=fields.StringField())
+    shared_modules = fields.ListField(subfield=fields.StringField(), required=False)
+    allowed_imports = fields.ListField(subfield=fields.StringField(), required=False)
+
+
+class LayerContract(_OwnContract):
+    """A lower layer does not import a higher one, namespace packages included. Rule: `layer`."""
+
+    type_name = "layer"
+    kind = "layer"
+    layers = fields.ListField(subfield=fields.StringField())

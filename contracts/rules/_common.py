@@ -1,0 +1,78 @@
+"""Helpers the rules share: positions of graph edges, chain rendering."""
+
+from __future__ import annotations
+
+from contracts.engine.model import Model
+
+
+def rel_of(model: Model, module: str) -> str:
+    f = model.modules.get(module)
+    return f.rel if f else module.replace(".", "/") + ".py"
+
+
+def col_of(model: Model, module: str, line: int) -> int:
+    """1-based column of the first non-blank character of `line` in `module`'s file."""
+    f = model.modules.get(module)
+    if f is None:
+        return 1
+    cache = model.__dict__.setdefault("_lines", {})
+    lines = cache.get(f.path)
+    if lines is None:
+        try:
+            with open(f.path, "rb") as fh:
+                lines = fh.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            lines = []
+        cache[f.path] = lines
+    if 0 < line <= len(lines):
+        text = lines[line - 1]
+        return len(text) - len(text.lstrip()) + 1
+    return 1
+
+
+def chain_text(chain) -> str:
+    return " -> ".join(f"`{m}`" for m in chain)
+
+
+def chains_from(edges, sources: set[str], target_key, passable) -> dict:
+    """Shortest chain from any of `sources` to each target, by breadth-first search.
+
+    `target_key(module)` -> a key (e.g. the target's group) or None; `passable(module)` -> may a
+    chain pass through it. Ties break by sorted module name, so output is deterministic.
+    Returns key -> chain (tuple of modules); only chains of length > 2 are searched, since the
+    caller removed the direct edges it reports itself.
+    """
+    adjacency: dict[str, list] = {}
+    for e in edges:
+        adjacency.setdefault(e.importer, []).append(e.imported)
+    for targets in adjacency.values():
+        targets.sort()
+    parent: dict[str, str | None] = {m: None for m in sorted(sources)}
+    frontier = sorted(sources)
+    found: dict = {}
+    while frontier:
+        nxt = []
+        for m in frontier:
+            for t in adjacency.get(m, ()):
+                if t in parent:
+                    continue
+                key = target_key(t)
+                if key is not None:
+                    if key not in found and parent[m] is not None:
+                        chain = [t, m]
+                        while parent[chain[-1]] is not None:
+                            chain.append(parent[chain[-1]])
+                        found[key] = tuple(reversed(chain))
+                    continue
+                if not passable(t):
+                    continue
+                parent[t] = m
+                nxt.append(t)
+        frontier = nxt
+    return found
+
+
+def first_hop(model, chain) -> tuple[int, int]:
+    lines = [e.line for e in model.edges if e.importer == chain[0] and e.imported == chain[1]]
+    line = min(lines, default=1)
+    return line, col_of(model, chain[0], line)

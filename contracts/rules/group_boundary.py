@@ -1,0 +1,96 @@
+"""`group-boundary`: a module of one operator group imports another group.
+
+## What it does
+Flags a module under `<container>.<group>` that imports a module of another group, directly or
+through a chain of imports (the chain is shown), unless the import goes through a
+`shared_modules` module or matches an `allowed_imports` line (`importer.prefix -> imported.prefix`).
+
+## Why is this bad?
+Groups are classified by the computation they expose ("classify the public computation, not
+the model"). A kernel that reaches into another group couples their release, testing and
+ownership, and makes moving an operator break code far from it.
+
+## Example
+```python
+# sglang/kernels/ops/gemm/fused_a_gemm.py
+from sglang.kernels.ops.quantization.per_token_group_quant_8bit import per_token_group_quant_8bit
+```
+
+## Use instead
+Move the shared piece into a shared module (`sglang.kernels.jit`), or, after review, add
+`sglang.kernels.ops.gemm -> sglang.kernels.ops.quantization` to `allowed_imports` with a comment.
+
+## Fix safety
+Never.
+
+## Options
+`container`, `groups`, `shared_modules`, `allowed_imports` (an unused line is reported as
+`unused-allowed-import`).
+"""
+
+from __future__ import annotations
+
+from contracts.config import GroupsSpec
+from contracts.engine.model import Model
+from contracts.engine.resolve import is_under
+from contracts.findings import Finding
+from contracts.rules._common import chain_text, chains_from, col_of, first_hop, rel_of
+
+RULE_ID = "group-boundary"
+FIX = "never"
+
+
+def _allowed(spec: GroupsSpec, importer: str, imported: str, used: set) -> bool:
+    for i, (a, b) in enumerate(spec.allowed_imports):
+        if is_under(importer, a) and is_under(imported, b):
+            used.add(i)
+            return True
+    return False
+
+
+def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple = ()) -> list[Finding]:
+    """`stop`: packages whose modules chains may not pass through (the higher layers: a chain
+    through them starts with a `layer` finding at its first hop, reported there)."""
+    used = set() if used is None else used
+    findings = []
+    cross = []
+    for e in model.edges:
+        g, h = spec.group_of(e.importer), spec.group_of(e.imported)
+        if g is None or h is None or g == h:
+            continue
+        cross.append(e)
+        if _allowed(spec, e.importer, e.imported, used):
+            continue
+        findings.append(Finding(
+            rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line), RULE_ID,
+            e.importer, e.imported,
+            f"group `{g}` imports group `{h}`: `{e.importer}` -> `{e.imported}`; groups may "
+            f"share code only through {_shared(spec)} or a reviewed `allowed_imports` line",
+        ))
+    direct = {(e.importer, e.imported) for e in cross}
+    edges = [e for e in model.edges if (e.importer, e.imported) not in direct]
+    blocked = (*spec.shared_modules, *stop)
+    for g in spec.groups:
+        sources = {m for m in model.graph_modules if spec.group_of(m) == g}
+        if not sources:
+            continue
+        chains = chains_from(
+            edges, sources,
+            target_key=lambda m, g=g: (spec.group_of(m) if spec.group_of(m) not in (None, g) else None),
+            passable=lambda m: spec.group_of(m) is None and not any(is_under(m, b) for b in blocked),
+        )
+        for h, chain in sorted(chains.items()):
+            if _allowed(spec, chain[0], chain[-1], used):
+                continue
+            line, col = first_hop(model, chain)
+            findings.append(Finding(
+                rel_of(model, chain[0]), line, col, RULE_ID, chain[0], chain[-1],
+                f"group `{g}` imports group `{h}` through a chain: {chain_text(chain)}",
+            ))
+    return findings
+
+
+def _shared(spec: GroupsSpec) -> str:
+    if not spec.shared_modules:
+        return "`shared_modules`"
+    return ", ".join(f"`{m}`" for m in spec.shared_modules)

@@ -1,0 +1,81 @@
+"""`private-import`: code outside a group reaches into its private parts or the JIT infra.
+
+## What it does
+Flags an import, from outside a group, of that group's private modules or names (a leading
+underscore: `sglang.kernels.ops.gemm._tiles`, `from ...fused_a_gemm import _fused_a_gemm_kernel`),
+of a module deeper than the group's public surface (`<container>.<group>` or
+`<container>.<group>.<op>`), and an import of a `shared_modules` module (the JIT infra) from
+outside the kernel package (the container's parent).
+
+## Why is this bad?
+A group's public surface is what it promises to keep: the group package and its operator
+modules with their public functions. Private kernels and helpers change without notice, and
+runtime code that launches a Triton kernel directly skips the input checks and the dispatch
+between Triton and torch.
+
+## Example
+```python
+# sglang/srt/layers/layernorm.py
+from sglang.kernels.ops.layernorm.rmsnorm_hf import _rmsnorm_hf_kernel
+from sglang.kernels.jit import use_triton
+```
+
+## Use instead
+```python
+from sglang.kernels.ops.layernorm.rmsnorm_hf import rmsnorm_hf
+```
+
+## Fix safety
+Never.
+
+## Options
+`container`, `groups`, `shared_modules`.
+"""
+
+from __future__ import annotations
+
+from contracts.config import GroupsSpec
+from contracts.engine.model import Model
+from contracts.engine.resolve import is_under
+from contracts.findings import Finding
+from contracts.rules._common import col_of, rel_of
+
+RULE_ID = "private-import"
+FIX = "never"
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def check(model: Model, spec: GroupsSpec) -> list[Finding]:
+    findings = []
+    kernel_package = spec.container.rpartition(".")[0] or spec.container
+    for e in model.edges:
+        group = spec.group_of(e.imported)
+        where = (rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line))
+        if group is not None and spec.group_of(e.importer) != group:
+            surface = f"{spec.container}.{group}"
+            rest = e.imported[len(surface) + 1:].split(".") if e.imported != surface else []
+            if any(_private(p) for p in rest):
+                findings.append(Finding(*where, RULE_ID, e.importer, e.imported,
+                    f"`{e.importer}` imports the private module `{e.imported}` of group `{group}`; "
+                    f"import from `{surface}` or its public operator modules"))
+                continue
+            if len(rest) > 1:
+                findings.append(Finding(*where, RULE_ID, e.importer, e.imported,
+                    f"`{e.importer}` imports `{e.imported}`, below the public surface of group "
+                    f"`{group}`; import from `{surface}` or `{surface}.{rest[0]}`"))
+                continue
+            for name in e.names or ():
+                if _private(name):
+                    findings.append(Finding(*where, RULE_ID, e.importer, f"{e.imported}.{name}",
+                        f"`{e.importer}` imports the private name `{name}` from `{e.imported}` "
+                        f"(group `{group}`); use the group's public functions"))
+        elif not is_under(e.importer, kernel_package):
+            for shared in spec.shared_modules:
+                if is_under(e.imported, shared) and not is_under(shared, spec.container):
+                    findings.append(Finding(*where, RULE_ID, e.importer, e.imported,
+                        f"`{e.importer}` imports the kernel infra `{e.imported}` directly; code "
+                        f"outside `{kernel_package}` calls the operator groups' public surface"))
+    return findings
