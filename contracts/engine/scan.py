@@ -119,6 +119,8 @@ class _Scanner:
         if start is None:
             return True
         end = getattr(node, "end_lineno", None) or start
+        for decorator in getattr(node, "decorator_list", ()):  # decorators precede the `def` line
+            start = min(start, decorator.lineno)
         if end - start < 64:
             return any(n in self.hot for n in range(start, end + 1))
         return any(start <= n <= end for n in self.hot)

@@ -86,11 +86,10 @@ def references(model: Model, spec: RemovedSpec):
 
 
 def _more_specific(spec: RemovedSpec, candidate: str, base: str) -> bool:
+    """Does a `replacements` line name `base.x` itself (so `x` is a moved submodule)?"""
     for old, _new in spec.replacements:  # longest first
         if candidate == old or candidate.startswith(old + "."):
-            return True
-        if base == old or base.startswith(old + "."):
-            return False
+            return old == candidate
     return False
 
 

@@ -1,0 +1,114 @@
+"""Fixture trees for the checker: small packages written into tmp_path, and ways to run the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+BASE_CONFIG = """\
+[importlinter]
+root_packages =
+    pkg
+contract_types =
+    removed_modules: contracts.RemovedModulesContract
+    operator_groups: contracts.OperatorGroupsContract
+    layer: contracts.LayerContract
+
+[importlinter:contract:removed]
+name = pkg.jit_kernel was removed
+type = removed_modules
+removed_modules =
+    pkg.jit_kernel
+replacements =
+    pkg.jit_kernel.hicache -> pkg.kernels.ops.kvcache.hicache
+    pkg.jit_kernel.norm -> pkg.kernels.ops.layernorm.norm
+    pkg.jit_kernel.utils -> pkg.kernels.jit
+
+[importlinter:contract:groups]
+name = operator groups
+type = operator_groups
+container = pkg.kernels.ops
+groups =
+    kvcache
+    layernorm
+    gemm
+shared_modules =
+    pkg.kernels.jit
+
+[importlinter:contract:layer]
+name = kernels do not import the runtime
+type = layer
+layers =
+    pkg.srt
+    pkg.kernels
+"""
+
+# A clean tree: three groups, shared infra, a runtime in a namespace directory (no __init__.py).
+CLEAN_TREE = {
+    "pkg/__init__.py": "",
+    "pkg/kernels/__init__.py": "",
+    "pkg/kernels/jit/__init__.py": "def use_triton():\n    return False\n",
+    "pkg/kernels/ops/__init__.py": "",
+    "pkg/kernels/ops/kvcache/__init__.py": "from pkg.kernels.ops.kvcache.hicache import transfer\n",
+    "pkg/kernels/ops/kvcache/hicache.py": "from pkg.kernels.jit import use_triton\n\ndef transfer():\n    return use_triton()\n\ndef _private_helper():\n    pass\n",
+    "pkg/kernels/ops/layernorm/__init__.py": "",
+    "pkg/kernels/ops/layernorm/norm.py": "from ...jit import use_triton\n\ndef rmsnorm():\n    return use_triton()\n",
+    "pkg/kernels/ops/gemm/__init__.py": "",
+    "pkg/kernels/ops/gemm/fused_a_gemm.py": "def fused_a_gemm():\n    return 1\n",
+    "pkg/srt/layers/layernorm.py": "from pkg.kernels.ops.layernorm.norm import rmsnorm\n",
+    "pkg/srt/mem_cache/host.py": (
+        "from pkg.kernels.ops.kvcache.hicache import transfer as jit_transfer\n"
+        "can_use_hicache_jit_kernel = True  # a name that contains the text jit_kernel\n"
+    ),
+}
+
+
+def write_tree(root: Path, files: dict[str, str], config: str | None = BASE_CONFIG) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text) if text.startswith("\n") else text)
+    if config is not None:
+        (root / ".importlinter").write_text(config)
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A function: tree(extra_files, config=BASE_CONFIG, base=CLEAN_TREE) -> root path."""
+
+    def make(extra: dict[str, str] | None = None, config: str | None = BASE_CONFIG,
+             base: dict[str, str] | None = None) -> Path:
+        files = dict(CLEAN_TREE if base is None else base)
+        files.update(extra or {})
+        return write_tree(tmp_path, files, config)
+
+    return make
+
+
+def run_cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m contracts ARGS` in a subprocess, the way a user runs it."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "contracts", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def run_json(root: Path, *args: str) -> tuple[int, dict]:
+    from contracts.cli import main
+    import io
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["--config", str(root / ".importlinter"), "--no-cache", "--format", "json", *args])
+    return code, json.loads(out.getvalue())

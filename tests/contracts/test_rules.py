@@ -1,0 +1,144 @@
+"""Each rule fires on its own violation, at the right place, and only there."""
+
+from __future__ import annotations
+
+from tests.contracts.conftest import BASE_CONFIG, run_json
+
+
+def _rules(data, rule):
+    return [(f["path"], f["line"], f["importer"], f["imported"]) for f in data["findings"] if f["rule"] == rule]
+
+
+def test_is_kept_when_tree_is_clean(tree):
+    code, data = run_json(tree())
+    assert (code, data["findings"]) == (0, [])
+    assert data["files_scanned"] == 12  # every file of CLEAN_TREE
+
+
+def test_shim_present_when_removed_package_exists_again(tree):
+    root = tree({"pkg/jit_kernel/__init__.py": "",
+                 "pkg/jit_kernel/hicache.py": "from pkg.kernels.ops.kvcache.hicache import *\n"})
+    code, data = run_json(root)
+    assert code == 1
+    assert _rules(data, "shim-present") == [
+        ("pkg/jit_kernel/__init__.py", 1, "pkg.jit_kernel", "pkg.jit_kernel"),
+        ("pkg/jit_kernel/hicache.py", 1, "pkg.jit_kernel.hicache", "pkg.jit_kernel.hicache"),
+    ]
+    # The shim's own imports are not reported again as removed-module findings.
+    assert _rules(data, "removed-module") == []
+
+
+def test_shim_present_when_removed_module_file_exists(tree):
+    root = tree({"pkg/jit_kernel.py": "x = 1\n"})
+    _, data = run_json(root)
+    assert _rules(data, "shim-present") == [("pkg/jit_kernel.py", 1, "pkg.jit_kernel", "pkg.jit_kernel")]
+
+
+def test_group_boundary_when_group_imports_another_directly(tree):
+    root = tree({"pkg/kernels/ops/gemm/fused_a_gemm.py": "\nfrom pkg.kernels.ops.layernorm.norm import rmsnorm\n"})
+    code, data = run_json(root)
+    assert code == 1
+    assert _rules(data, "group-boundary") == [
+        ("pkg/kernels/ops/gemm/fused_a_gemm.py", 2, "pkg.kernels.ops.gemm.fused_a_gemm",
+         "pkg.kernels.ops.layernorm.norm")]
+
+
+def test_group_boundary_shows_the_chain_when_indirect(tree):
+    root = tree({
+        "pkg/helpers.py": "from pkg.kernels.ops.kvcache.hicache import transfer\n",
+        "pkg/kernels/ops/gemm/fused_a_gemm.py": "import pkg.helpers\n",
+    })
+    _, data = run_json(root)
+    [finding] = [f for f in data["findings"] if f["rule"] == "group-boundary"]
+    assert (finding["path"], finding["line"], finding["imported"]) == (
+        "pkg/kernels/ops/gemm/fused_a_gemm.py", 1, "pkg.kernels.ops.kvcache.hicache")
+    assert ("`pkg.kernels.ops.gemm.fused_a_gemm` -> `pkg.helpers` -> `pkg.kernels.ops.kvcache.hicache`"
+            in finding["message"])
+
+
+def test_group_boundary_is_kept_through_shared_modules(tree):
+    root = tree({
+        "pkg/kernels/jit/__init__.py": "from pkg.kernels.ops.kvcache.hicache import transfer\n",
+        "pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels.jit import use_triton\n",
+    })
+    _, data = run_json(root)
+    assert _rules(data, "group-boundary") == []
+
+
+def test_allowed_imports_line_permits_and_unused_line_is_reported(tree):
+    config = BASE_CONFIG.replace(
+        "shared_modules =\n    pkg.kernels.jit\n",
+        "shared_modules =\n    pkg.kernels.jit\nallowed_imports =\n"
+        "    pkg.kernels.ops.gemm -> pkg.kernels.ops.layernorm\n"
+        "    pkg.kernels.ops.gemm -> pkg.kernels.ops.kvcache\n")
+    root = tree({"pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels.ops.layernorm.norm import rmsnorm\n"},
+                config=config)
+    code, data = run_json(root)
+    assert _rules(data, "group-boundary") == []
+    unused = [f for f in data["findings"] if f["rule"] == "unused-allowed-import"]
+    line = config.splitlines().index("    pkg.kernels.ops.gemm -> pkg.kernels.ops.kvcache") + 1
+    assert [(f["path"], f["line"], f["importer"], f["imported"]) for f in unused] == [
+        (".importlinter", line, "pkg.kernels.ops.gemm", "pkg.kernels.ops.kvcache")]
+    assert code == 1
+
+
+def test_layer_when_kernels_import_the_runtime_in_a_namespace_package(tree):
+    root = tree({"pkg/srt/utils.py": "X = 1\n",
+                 "pkg/kernels/ops/kvcache/hicache.py": "def f():\n    from pkg.srt.utils import X\n"})
+    _, data = run_json(root)
+    assert _rules(data, "layer") == [
+        ("pkg/kernels/ops/kvcache/hicache.py", 2, "pkg.kernels.ops.kvcache.hicache", "pkg.srt.utils")]
+
+
+def test_layer_shows_the_chain_when_indirect(tree):
+    root = tree({"pkg/srt/utils.py": "X = 1\n", "pkg/common.py": "import pkg.srt.utils\n",
+                 "pkg/kernels/ops/gemm/fused_a_gemm.py": "import pkg.common\n"})
+    _, data = run_json(root)
+    [finding] = [f for f in data["findings"] if f["rule"] == "layer"]
+    assert "`pkg.kernels.ops.gemm.fused_a_gemm` -> `pkg.common` -> `pkg.srt.utils`" in finding["message"]
+
+
+def test_private_import_of_private_name_module_and_infra(tree):
+    root = tree({
+        "pkg/kernels/ops/kvcache/_tiles.py": "T = 1\n",
+        "pkg/srt/a.py": (
+            "from pkg.kernels.ops.kvcache.hicache import (\n    transfer,\n    _private_helper,\n)\n"
+            "from pkg.kernels.ops.kvcache import _tiles\n"
+            "from pkg.kernels.jit import use_triton\n"),
+    })
+    _, data = run_json(root)
+    assert _rules(data, "private-import") == [
+        ("pkg/srt/a.py", 1, "pkg.srt.a", "pkg.kernels.ops.kvcache.hicache._private_helper"),
+        ("pkg/srt/a.py", 5, "pkg.srt.a", "pkg.kernels.ops.kvcache._tiles"),
+        ("pkg/srt/a.py", 6, "pkg.srt.a", "pkg.kernels.jit"),
+    ]
+
+
+def test_private_import_is_kept_inside_the_group(tree):
+    root = tree({"pkg/kernels/ops/kvcache/_tiles.py": "T = 1\n",
+                 "pkg/kernels/ops/kvcache/hicache.py": "from pkg.kernels.ops.kvcache._tiles import T\n"
+                                                      "from pkg.kernels.jit import use_triton\n"})
+    _, data = run_json(root)
+    assert _rules(data, "private-import") == []
+
+
+def test_unknown_group_for_undeclared_missing_and_stray_module(tree):
+    root = tree({"pkg/kernels/ops/misc/__init__.py": "", "pkg/kernels/ops/topk.py": "X = 1\n"},
+                base={k: v for k, v in __import__("tests.contracts.conftest", fromlist=["x"]).CLEAN_TREE.items()
+                      if "/gemm/" not in k})
+    _, data = run_json(root)
+    got = sorted((f["path"], f["imported"]) for f in data["findings"] if f["rule"] == "unknown-group")
+    assert got == [
+        ("pkg/kernels/ops/__init__.py", "pkg.kernels.ops.gemm"),
+        ("pkg/kernels/ops/misc/__init__.py", "pkg.kernels.ops.misc"),
+        ("pkg/kernels/ops/topk.py", "pkg.kernels.ops.topk"),
+    ]
+
+
+def test_parse_error_is_reported_and_the_rest_is_still_checked(tree):
+    root = tree({"pkg/srt/broken.py": "from pkg.jit_kernel import hicache\ndef f(:\n",
+                 "pkg/srt/ok.py": "import pkg.jit_kernel.norm\n"})
+    code, data = run_json(root)
+    assert code == 1
+    assert _rules(data, "parse-error") == [("pkg/srt/broken.py", 2, "pkg.srt.broken", "")]
+    assert _rules(data, "removed-module") == [("pkg/srt/ok.py", 1, "pkg.srt.ok", "pkg.jit_kernel.norm")]
