@@ -104,9 +104,10 @@ def run_cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.C
 
 
 def run_json(root: Path, *args: str) -> tuple[int, dict]:
-    from contracts.cli import main
-    import io
     import contextlib
+    import io
+
+    from contracts.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -1,0 +1,77 @@
+"""Benchmark the quantization group on CUDA: the Triton kernels against their torch references.
+
+Run from the repo root: `python benchmarks/bench_quantization.py`. Prints, per shape and format,
+the median time of the Triton entry point and of the pure-torch reference, and the speedup.
+Without a CUDA device it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+# `sglang` lives at the repo root, one level above this script's folder.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+NAME = "bench_quantization"
+# (tokens, hidden): decode and prefill batches at DeepSeek-V3's hidden size, and its MoE
+# intermediate size; group 128 is the block size of its FP8 weights.
+SHAPES = [(16, 7168), (512, 7168), (4096, 7168), (4096, 2048)]
+GROUP_SIZE = 128
+
+
+def _median_ms(fn) -> float:
+    import triton.testing
+
+    return triton.testing.do_bench(fn, return_mode="median")
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print(f"{NAME}: no CUDA device, nothing to measure")
+        return 0
+    from sglang.kernels.ops.quantization import (
+        per_token_group_dequant_8bit,
+        per_token_group_dequant_8bit_ref,
+        per_token_group_quant_8bit,
+        per_token_group_quant_8bit_ref,
+    )
+
+    print(f"group_size={GROUP_SIZE}, bf16 activations")
+    print(
+        f"{'op':>8} {'format':>14} {'shape':>11} {'triton ms':>10} {'torch ms':>9} {'speedup':>8}"
+    )
+    for qdtype in (torch.float8_e4m3fn, torch.int8):
+        fmt = str(qdtype).removeprefix("torch.")
+        for tokens, hidden in SHAPES:
+            x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
+            x_q, scales = per_token_group_quant_8bit(x, GROUP_SIZE, qdtype)
+            cases = [
+                (
+                    "quant",
+                    lambda x=x, q=qdtype: per_token_group_quant_8bit(x, GROUP_SIZE, q),
+                    lambda x=x, q=qdtype: per_token_group_quant_8bit_ref(x, GROUP_SIZE, q),
+                ),
+                (
+                    "dequant",
+                    lambda q=x_q, s=scales: per_token_group_dequant_8bit(
+                        q, s, GROUP_SIZE, torch.bfloat16
+                    ),
+                    lambda q=x_q, s=scales: per_token_group_dequant_8bit_ref(
+                        q, s, GROUP_SIZE, torch.bfloat16
+                    ),
+                ),
+            ]
+            for op, triton_fn, torch_fn in cases:
+                t_triton, t_torch = _median_ms(triton_fn), _median_ms(torch_fn)
+                print(
+                    f"{op:>8} {fmt:>14} {f'{tokens}x{hidden}':>11} {t_triton:>10.4f} "
+                    f"{t_torch:>9.4f} {t_torch / t_triton:>7.2f}x"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The op registry: every id loads for both backends, ids and targets are well formed, and the
+registry (and the ops namespace) can be imported and listed without torch or Triton."""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sglang.kernels import registry
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OPS_DIR = REPO_ROOT / "sglang" / "kernels" / "ops"
+
+
+def _group_packages():
+    """Operator groups as the filesystem has them: the packages under sglang/kernels/ops."""
+    return sorted(p.name for p in OPS_DIR.iterdir() if (p / "__init__.py").is_file())
+
+
+@pytest.mark.parametrize("op_id", registry.op_ids())
+def test_every_op_loads_for_both_backends(op_id):
+    spec = registry.get(op_id)
+    group, name = op_id.split(".")
+    assert spec.group == group
+    assert set(spec.targets) == set(registry.BACKENDS)
+    for backend, target in spec.targets.items():
+        module_name, attr = target.split(":")
+        assert module_name.startswith(f"sglang.kernels.ops.{group}.")
+        assert attr == (name if backend == "triton" else f"{name}_ref")
+        loaded = registry.load(op_id, backend)
+        assert callable(loaded)
+        assert loaded is getattr(importlib.import_module(module_name), attr)
+    # The group's public surface re-exports the entry point.
+    assert getattr(importlib.import_module(f"sglang.kernels.ops.{group}"), name) is spec.load()
+
+
+def test_every_group_has_ops_and_every_op_has_a_group_package():
+    registry_groups = {op_id.split(".")[0] for op_id in registry.op_ids()}
+    packages = set(_group_packages())
+    assert registry_groups <= packages, (
+        f"ops of groups without a package: {registry_groups - packages}"
+    )
+    empty = [g for g in packages if not registry.op_ids(g)]
+    assert not empty, f"groups with no registered op: {empty}"
+
+
+def test_op_ids_are_sorted_and_filter_by_group():
+    ids = registry.op_ids()
+    assert ids == sorted(ids) and len(ids) == len(set(ids))
+    assert registry.op_ids("gemm") == ["gemm.fused_a_gemm", "gemm.tiny_gemm"]
+    assert registry.op_ids("no_such_group") == []
+
+
+def test_calling_a_spec_runs_the_triton_backend():
+    import torch
+
+    x = torch.ones(2, 4)
+    weight = torch.ones(3, 4)
+    assert registry.get("gemm.tiny_gemm")(x, weight).tolist() == [[4.0] * 3] * 2
+
+
+def test_import_and_listing_pull_in_neither_torch_nor_triton():
+    code = (
+        "import json, sys\n"
+        "import sglang.kernels.registry as registry\n"
+        "import sglang.kernels.ops\n"
+        "ids = registry.op_ids()\n"
+        "specs = [registry.get(i) for i in ids]\n"
+        "heavy = sorted(m for m in ('torch', 'triton') if m in sys.modules)\n"
+        "ops = sorted(m for m in sys.modules if m.startswith('sglang.kernels.ops.'))\n"
+        "print(json.dumps({'ids': len(ids), 'heavy': heavy, 'ops': ops}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["ids"] == len(registry.op_ids())
+    assert result["heavy"] == []  # neither torch nor triton was imported
+    assert result["ops"] == []  # no operator group or module either: targets are lazy strings
+
+
+@pytest.mark.parametrize("bad_id", ["gemm.no_such_op", "no_such_group.op", "gemm"])
+def test_unknown_op_id_is_a_key_error_naming_it(bad_id):
+    with pytest.raises(KeyError, match=repr(bad_id)):
+        registry.get(bad_id)
+    with pytest.raises(KeyError, match=repr(bad_id)):
+        registry.load(bad_id)
+
+
+def test_unknown_backend_is_a_key_error_naming_it():
+    with pytest.raises(KeyError, match="'cuda_graph'"):
+        registry.load("gemm.tiny_gemm", "cuda_graph")
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """A copy of the registry that `register` writes to, so the real one stays untouched."""
+    scratch = dict(registry.REGISTRY)
+    monkeypatch.setattr(registry, "REGISTRY", scratch)
+    return scratch
+
+
+@pytest.mark.parametrize(
+    "op_id, triton, torch_target, match",
+    [
+        ("nogroup", "m:f", "m:f_ref", "op id must be '<group>.<name>'"),
+        (".name", "m:f", "m:f_ref", "op id must be '<group>.<name>'"),
+        ("group.", "m:f", "m:f_ref", "op id must be '<group>.<name>'"),
+        ("a.b.c", "m:f", "m:f_ref", "op id must be '<group>.<name>'"),
+        ("g.op", "module.f", "m:f_ref", "triton target must be 'module:attr'"),
+        ("g.op", ":f", "m:f_ref", "triton target must be 'module:attr'"),
+        ("g.op", "m:f", "m:", "torch target must be 'module:attr'"),
+        ("gemm.tiny_gemm", "m:f", "m:f_ref", "registered twice"),
+    ],
+)
+def test_register_rejects_malformed_ids_and_targets(
+    scratch_registry, op_id, triton, torch_target, match
+):
+    before = dict(scratch_registry)
+    with pytest.raises(ValueError, match=match):
+        registry.register(op_id, triton=triton, torch=torch_target)
+    assert scratch_registry == before
+
+
+def test_register_is_lazy(scratch_registry):
+    # A target is only imported when loaded: a missing module fails at load, not at register.
+    spec = registry.register(
+        "scratch.op", triton="no_such_module:op", torch="no_such_module:op_ref"
+    )
+    assert registry.get("scratch.op") is spec
+    with pytest.raises(ModuleNotFoundError):
+        spec.load()
