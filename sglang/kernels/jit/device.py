@@ -11,6 +11,7 @@ import importlib.util
 import os
 
 __all__ = [
+    "copy_kernel_device",
     "cuda_capability",
     "has_cuda",
     "interpreter_enabled",
@@ -59,3 +60,22 @@ def use_triton(*tensors) -> bool:
     if devices == {"cpu"}:
         return interpreter_enabled()
     return False
+
+
+def copy_kernel_device(*tensors):
+    """The device to launch a copy kernel on that may cross devices, or None for the torch path.
+
+    All on one CUDA device, or CUDA plus pinned host tensors (the GPU addresses pinned memory
+    directly): that CUDA device. All on the CPU: the CPU when the interpreter is on.
+    """
+    import torch
+
+    devices = {t.device for t in tensors}
+    cuda = {d for d in devices if d.type == "cuda"}
+    if not cuda:
+        return torch.device("cpu") if use_triton(*tensors) else None
+    if len(cuda) > 1 or any(d.type not in ("cpu", "cuda") for d in devices):
+        return None
+    if any(t.device.type == "cpu" and not t.is_pinned() for t in tensors):
+        return None
+    return cuda.pop()

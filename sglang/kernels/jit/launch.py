@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["MAX_FUSED_SIZE", "cdiv", "next_power_of_2", "row_block_size"]
+__all__ = ["MAX_FUSED_SIZE", "cdiv", "next_power_of_2", "row_block_size", "row_num_warps"]
 
 # 64 KiB of fp32 per row block: the largest row a single program reduces on one SM without
 # spilling (Liger-Kernel uses the same bound for its fused row kernels).
@@ -26,3 +26,18 @@ def row_block_size(n_cols: int) -> int:
             f"row of {n_cols} elements exceeds the fused-row limit of {MAX_FUSED_SIZE}"
         )
     return block
+
+
+# Warps per program by row block: 4 warps (128 threads) keep up to 2048 fp32 values in 16
+# registers per thread; wider rows get more warps so the per-thread share stays <= 64 values
+# (the thresholds Liger-Kernel's `calculate_settings` uses for its row kernels).
+_WARPS_BY_BLOCK = ((8192, 16), (2048, 8))
+_DEFAULT_WARPS = 4
+
+
+def row_num_warps(block_size: int) -> int:
+    """num_warps for a kernel that reduces one row of `block_size` elements per program."""
+    for threshold, warps in _WARPS_BY_BLOCK:
+        if block_size >= threshold:
+            return warps
+    return _DEFAULT_WARPS

@@ -1,0 +1,257 @@
+"""Host memory pools for hierarchical caching (HiCache), and the small device pools they mirror.
+
+A host pool keeps evicted KV pages (or mamba states) in CPU memory, pinned when a GPU is present
+so kernels can address it, and moves them back and forth with the kernel layer's transfer ops:
+`backup_from_device_*` copies device slots into host slots, `load_to_device_*` copies them back.
+
+- `HostKVCache`: the base: slot allocator (page granular) and the backup/load interface.
+- `MHATokenToKVPool` / `MambaPool`: minimal device pools (K/V per layer; conv and SSM states per
+  layer) with the device-side operations the runtime needs from them.
+- `MambaPoolHost`: the host mirror of a `MambaPool`. The MHA host pool lives in
+  `pool_host/mha.py`.
+- `host_pool_class`: the registry that picks the host pool for a device pool.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import torch
+
+from sglang.kernels.ops.kvcache import (
+    can_use_hicache_jit_kernel,
+    store_cache,
+    transfer_hicache_all_layer,
+)
+from sglang.kernels.ops.mamba import transfer_mamba_states
+
+__all__ = [
+    "HostKVCache",
+    "MHATokenToKVPool",
+    "MambaPool",
+    "MambaPoolHost",
+    "host_pool_class",
+]
+
+
+def _pin_ok(pin_memory: bool) -> bool:
+    """Pinning needs a CUDA driver; on a CPU-only machine host pools are plain memory."""
+    return bool(pin_memory) and torch.cuda.is_available()
+
+
+class MHATokenToKVPool:
+    """Device K/V pool: `k_buffer`, `v_buffer` `[layer_num, size, head_num, head_dim]`.
+
+    Stacked per layer, so `k_buffer[layer]` is one layer's `[size, head_num, head_dim]` pool and
+    the whole tensor feeds an all-layer transfer in one launch.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        head_num: int,
+        head_dim: int,
+        layer_num: int,
+        dtype: torch.dtype,
+        device: str | torch.device = "cpu",
+    ):
+        self.size, self.head_num, self.head_dim = size, head_num, head_dim
+        self.layer_num, self.dtype, self.device = layer_num, dtype, torch.device(device)
+        shape = (layer_num, size, head_num, head_dim)
+        self.k_buffer = torch.zeros(shape, dtype=dtype, device=self.device)
+        self.v_buffer = torch.zeros(shape, dtype=dtype, device=self.device)
+        row_bytes = head_num * head_dim * torch.empty((), dtype=dtype).element_size()
+        self.can_use_jit = can_use_hicache_jit_kernel(row_bytes, device=self.device)
+
+    def set_kv_buffer(
+        self, layer_id: int, loc: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ):
+        """Store a step's new rows `k`, `v` `[T, head_num, head_dim]` at slots `loc`."""
+        store_cache(k, v, self.k_buffer[layer_id], self.v_buffer[layer_id], loc)
+
+    def get_key_buffer(self, layer_id: int) -> torch.Tensor:
+        return self.k_buffer[layer_id]
+
+    def get_value_buffer(self, layer_id: int) -> torch.Tensor:
+        return self.v_buffer[layer_id]
+
+    def move_kv_cache(self, tgt_loc: torch.Tensor, src_loc: torch.Tensor) -> None:
+        """Copy slots `src_loc` to slots `tgt_loc` in every layer (the two sets must not overlap)."""
+        if self.can_use_jit:
+            transfer_hicache_all_layer(
+                self.k_buffer,
+                self.v_buffer,
+                self.k_buffer,
+                self.v_buffer,
+                src_loc,
+                tgt_loc,
+            )
+        else:
+            self.k_buffer[:, tgt_loc] = self.k_buffer[:, src_loc]
+            self.v_buffer[:, tgt_loc] = self.v_buffer[:, src_loc]
+
+
+class MambaPool:
+    """Device mamba state pool: `conv_state` `[layer_num, size, dim, W-1]` and `ssm_state`
+    `[layer_num, size, heads, head_dim, state_dim]`; one slot per request."""
+
+    def __init__(
+        self,
+        size: int,
+        layer_num: int,
+        conv_shape: tuple,
+        ssm_shape: tuple,
+        conv_dtype: torch.dtype,
+        ssm_dtype: torch.dtype,
+        device: str | torch.device = "cpu",
+    ):
+        self.size, self.layer_num, self.device = size, layer_num, torch.device(device)
+        self.conv_state = torch.zeros(
+            (layer_num, size, *conv_shape), dtype=conv_dtype, device=self.device
+        )
+        self.ssm_state = torch.zeros(
+            (layer_num, size, *ssm_shape), dtype=ssm_dtype, device=self.device
+        )
+
+    def state_tensors(self) -> list[torch.Tensor]:
+        """Every `[size, ...]` state tensor: each layer's conv state, then each layer's SSM state."""
+        return [*self.conv_state.unbind(0), *self.ssm_state.unbind(0)]
+
+    def copy_from(self, src_index: torch.Tensor, dst_index: torch.Tensor) -> None:
+        """Copy request slots `src_index` into slots `dst_index` (e.g. fork a cached prefix)."""
+        states = self.state_tensors()
+        transfer_mamba_states(states, states, src_index, dst_index)
+
+
+class HostKVCache(abc.ABC):
+    """Base host pool: `size` slots (a whole number of pages) and a page-granular allocator.
+
+    Subclasses allocate their buffers in `init_buffers` and move slots with the kernel layer's
+    transfer ops. Host and device slots are given as int64 index tensors of equal length.
+    """
+
+    def __init__(
+        self,
+        device_pool,
+        host_size: int,
+        page_size: int = 1,
+        pin_memory: bool = True,
+        device: str = "cpu",
+    ):
+        if page_size < 1 or host_size < page_size:
+            raise ValueError(
+                f"{type(self).__name__}: host_size must hold at least one page of {page_size} "
+                f"slots, got {host_size}"
+            )
+        self.device_pool = device_pool
+        self.page_size = page_size
+        self.size = host_size - host_size % page_size
+        self.page_num = self.size // page_size
+        self.device = torch.device(device)
+        self.pin_memory = _pin_ok(pin_memory)
+        self.init_buffers()
+        self.free_slots = torch.arange(self.size, dtype=torch.int64)
+
+    @abc.abstractmethod
+    def init_buffers(self) -> None:
+        """Allocate the host tensors."""
+
+    @abc.abstractmethod
+    def backup_from_device_all_layer(
+        self, device_pool, host_indices, device_indices
+    ) -> None:
+        """Copy device slots `device_indices` into host slots `host_indices`, every layer."""
+
+    @abc.abstractmethod
+    def load_to_device_all_layer(
+        self, device_pool, host_indices, device_indices
+    ) -> None:
+        """Copy host slots `host_indices` back into device slots `device_indices`, every layer."""
+
+    def _alloc_tensor(self, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+        return torch.zeros(
+            shape, dtype=dtype, device=self.device, pin_memory=self.pin_memory
+        )
+
+    def available_size(self) -> int:
+        return int(self.free_slots.numel())
+
+    def alloc(self, need_size: int) -> torch.Tensor | None:
+        """`need_size` free slots (a whole number of pages, page-aligned), or None if full."""
+        if need_size % self.page_size != 0:
+            raise ValueError(
+                f"{type(self).__name__}.alloc: need_size must be a multiple of the page size "
+                f"{self.page_size}, got {need_size}"
+            )
+        if need_size > self.available_size():
+            return None
+        taken, self.free_slots = (
+            self.free_slots[:need_size],
+            self.free_slots[need_size:],
+        )
+        return taken
+
+    def free(self, indices: torch.Tensor) -> int:
+        self.free_slots = torch.cat([self.free_slots, indices.to(torch.int64).cpu()])
+        return int(indices.numel())
+
+
+class MambaPoolHost(HostKVCache):
+    """Host mirror of a `MambaPool`: the same state tensors with `host_size` slots."""
+
+    def __init__(
+        self,
+        device_pool: MambaPool,
+        host_size: int,
+        pin_memory: bool = True,
+        device: str = "cpu",
+    ):
+        super().__init__(device_pool, host_size, 1, pin_memory, device)
+
+    def init_buffers(self) -> None:
+        pool = self.device_pool
+        self.conv_state = self._alloc_tensor(
+            (pool.layer_num, self.size, *pool.conv_state.shape[2:]),
+            pool.conv_state.dtype,
+        )
+        self.ssm_state = self._alloc_tensor(
+            (pool.layer_num, self.size, *pool.ssm_state.shape[2:]), pool.ssm_state.dtype
+        )
+
+    def state_tensors(self) -> list[torch.Tensor]:
+        return [*self.conv_state.unbind(0), *self.ssm_state.unbind(0)]
+
+    def backup_from_device_all_layer(
+        self, device_pool, host_indices, device_indices
+    ) -> None:
+        transfer_mamba_states(
+            device_pool.state_tensors(),
+            self.state_tensors(),
+            device_indices,
+            host_indices,
+        )
+
+    def load_to_device_all_layer(
+        self, device_pool, host_indices, device_indices
+    ) -> None:
+        transfer_mamba_states(
+            self.state_tensors(),
+            device_pool.state_tensors(),
+            host_indices,
+            device_indices,
+        )
+
+
+def host_pool_class(device_pool) -> type[HostKVCache]:
+    """The host pool type that mirrors `device_pool`."""
+    if isinstance(device_pool, MambaPool):
+        return MambaPoolHost
+    if isinstance(device_pool, MHATokenToKVPool):
+        # Imported here: pool_host.mha builds on this module's HostKVCache.
+        from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
+
+        return MHATokenToKVPoolHost
+    raise ValueError(
+        f"host_pool_class: device_pool must be a MHATokenToKVPool or MambaPool, "
+        f"got {type(device_pool).__name__}"
+    )

@@ -1,0 +1,1 @@
+"""Host memory pools for hierarchical caching, one module per device-pool kind."""
