@@ -1,16 +1,23 @@
-"""The one use case: configuration -> scan -> rules -> findings. Both faces call `run`."""
+"""The one use case: configuration -> scan -> rules -> findings. Both faces call `run`.
+
+With a cache directory, a run whose tree has not changed since the last one answers from the
+cache without building the model (reading no file, importing neither grimp nor the rules); a run
+whose files changed but whose scan results did not reuses the findings without running the
+rules. Given `paths` that are all files (pre-commit passes the changed ones), the model is the
+cached one with those files scanned again (changed-files mode, see `engine/model.py`); the
+findings are always those of the whole tree, filtered to `paths`.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, RemovedSpec
-from contracts.engine.model import Model, ScanPlan, build_model
-from contracts.engine.resolve import is_under
+from contracts.engine.model import Model, ScanPlan, build_model, load_result, save_result
 from contracts.errors import UsageError
 from contracts.findings import Finding
-from contracts import rules
 
 
 @dataclass
@@ -38,21 +45,30 @@ def _below_root(module: str) -> str:
     return ".".join(parts[:2])
 
 
-def plan_for(config: Config) -> ScanPlan:
-    ast_words = {p.rsplit(".", 1)[-1].encode() for spec in config.removed for p in spec.removed}
-    ast_prefixes = {p for spec in config.removed for p in spec.removed}
+def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
+    """What to scan for the contracts asked for (all by default): a run of `--contract ID` for a
+    `removed_modules` contract builds no graph at all."""
+    wanted = (lambda spec: spec.id in contract_ids) if contract_ids else (lambda spec: True)
+    removed = [spec for spec in config.removed if wanted(spec)]
+    groups = [spec for spec in config.groups if wanted(spec)]
+    layers = [spec for spec in config.layers if wanted(spec)]
+    ast_words = {p.rsplit(".", 1)[-1].encode() for spec in removed for p in spec.removed}
+    ast_prefixes = {p for spec in removed for p in spec.removed}
     graph_prefixes: set[str] = set()
     graph_words: set[bytes] = set()
     name_prefixes: set[str] = set()
     stop: set[str] = set()
-    for spec in config.groups:
+    for spec in groups:
         for m in (spec.container, *spec.shared_modules):
             top = _below_root(m)
             graph_prefixes.add(top)
             graph_words.add(top.rsplit(".", 1)[-1].encode())
             name_prefixes.add(m)
-    for spec in config.layers:
+    for spec in layers:
         graph_prefixes.update(spec.layers[1:])
+    # A chain stops at a higher layer of any configured `layer` contract (see contract_findings),
+    # so the closure need not enter one, whichever contracts run.
+    for spec in config.layers:
         stop.update(spec.layers[:-1])
     return ScanPlan(
         roots=config.root_packages,
@@ -70,8 +86,9 @@ def _validate_tree(config: Config, src: str) -> None:
                if not (os.path.isdir(os.path.join(src, r)) or os.path.isfile(os.path.join(src, r + ".py")))]
     if missing:
         raise UsageError(
-            f"--src {src}: does not contain the root package '{missing[0]}' (no {missing[0]}/ "
-            f"directory or {missing[0]}.py); pass the directory that contains it"
+            f"--src {src}: does not contain the root package '{missing[0]}' named in {config.path}, "
+            f"section [importlinter], option 'root_packages' (no {missing[0]}/ directory or "
+            f"{missing[0]}.py); pass the directory that contains it"
         )
     for spec in config.groups:
         if not os.path.isdir(os.path.join(src, *spec.container.split("."))):
@@ -82,6 +99,8 @@ def _validate_tree(config: Config, src: str) -> None:
 
 
 def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
+    from contracts import rules
+
     if isinstance(spec, RemovedSpec):
         return rules.removed_module.check(model, spec) + rules.shim_present.check(model, spec)
     if isinstance(spec, GroupsSpec):
@@ -101,27 +120,86 @@ def run(config: Config, src: str, paths: list[str] | None = None,
         cache_dir: str | None = None, contract_ids: list[str] | None = None) -> Result:
     src = os.path.abspath(src)
     _validate_tree(config, src)
-    model = build_model(src, plan_for(config), cache_dir)
+    plan = plan_for(config, contract_ids)
+    changed = _changed_files(config, src, paths)
+    key = _result_key(config, src, contract_ids) if cache_dir else None
+    full = load_result(src, plan, cache_dir, key, paths=changed) if key else None
+    status = "warm"
+    if full is None:
+        model = build_model(src, plan, cache_dir, changed=changed)
+        status = model.cache_status
+        if key:
+            full = load_result(src, plan, cache_dir, key, generation=model.generation)
+        if full is None:
+            full = _evaluate(model, config, contract_ids)
+        if key:
+            save_result(model, plan, cache_dir, key, full)
+    return _filtered(full, config, src, paths, status)
+
+
+def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> Result:
+    """The findings of the whole tree (no path filter)."""
+    from contracts import rules
+
     engine = rules.parse_error.check(model) + rules.not_scanned.check(model)
-    keep = _path_filter(src, paths)
     results = []
     for spec in (*config.removed, *config.groups, *config.layers):
         if contract_ids and spec.id not in contract_ids:
             continue
         found = sorted(set(contract_findings(model, config, spec)))
         kind = {RemovedSpec: "removed_modules", GroupsSpec: "operator_groups", LayerSpec: "layer"}[type(spec)]
-        results.append(ContractResult(spec.id, spec.name, kind, [f for f in found if keep(f.path)]))
-    engine = [f for f in engine if keep(f.path)]
-    everything = sorted(set(engine).union(*(set(r.findings) for r in results)))
+        results.append(ContractResult(spec.id, spec.name, kind, found))
     return Result(
         files_scanned=model.files_read,
         files_total=len(model.discovery.files) + len(model.discovery.skipped),
+        findings=[],
+        contracts=results,
+        engine_findings=engine,
+    )
+
+
+def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, status: str) -> Result:
+    keep = _path_filter(src, paths)
+    results = [ContractResult(r.id, r.name, r.kind, [f for f in r.findings if keep(f.path)])
+               for r in full.contracts]
+    engine = [f for f in full.engine_findings if keep(f.path)]
+    everything = sorted(set(engine).union(*(set(r.findings) for r in results)))
+    return Result(
+        files_scanned=full.files_scanned,
+        files_total=full.files_total,
         findings=everything,
         contracts=results,
         skipped_contracts=list(config.skipped),
-        cache_status=model.cache_status,
+        cache_status=status,
         engine_findings=engine,
     )
+
+
+def _changed_files(config: Config, src: str, paths: list[str] | None) -> list[str] | None:
+    """Changed-files mode: every PATH is a file (pre-commit passes the changed ones); those under
+    the root packages, absolute. None (a full run, filtered) when a PATH is a directory."""
+    if not paths or not all(os.path.isfile(p) for p in paths):
+        return None
+    tops = {*config.root_packages, *(r + ".py" for r in config.root_packages)}
+    out = []
+    for p in paths:
+        path = os.path.abspath(p)
+        rel = os.path.relpath(path, src).replace(os.sep, "/")
+        if path.endswith(".py") and rel.split("/", 1)[0] in tops:
+            out.append(path)
+    return out
+
+
+def _result_key(config: Config, src: str, contract_ids: list[str] | None) -> str | None:
+    """What the findings depend on besides the tree: the configuration file (its path appears
+    in findings), the contracts asked for. None when the configuration cannot be read again."""
+    try:
+        with open(config.path, "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    ids = tuple(sorted(contract_ids)) if contract_ids else None
+    return repr((src, config.path, hashlib.sha1(text).hexdigest(), ids))
 
 
 def _path_filter(src: str, paths: list[str] | None):

@@ -221,23 +221,30 @@ def _clean(section: configparser.SectionProxy) -> dict:
     return {k: (v.strip().split("\n") if "\n" in v else v) for k, v in section.items()}
 
 
+def _shown(text: str) -> str:
+    """`text` for a one-line message: control characters (a vertical tab, a NUL, a newline read
+    from the file) are written as escapes."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def load(path: str) -> Config:
     display = os.path.relpath(path) if not os.path.isabs(path) else path
     if not os.path.isfile(path):
-        raise ConfigError("no such file (pass --config FILE, or run where .importlinter is).", file=display)
+        raise ConfigError("no such file (pass --config FILE, or run where .importlinter is).", file=_shown(display))
     parser = configparser.ConfigParser(interpolation=None)
     try:
         with open(path, encoding="utf-8") as f:
             parser.read_file(f)
     except (configparser.Error, UnicodeDecodeError, OSError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(f"cannot be read as INI: {first}", file=display) from None
+        raise ConfigError(_shown(f"cannot be read as INI: {first}"), file=_shown(display)) from None
     if SECTION not in parser:
-        raise ConfigError(f"has no [{SECTION}] section.", file=display)
+        raise ConfigError(f"has no [{SECTION}] section.", file=_shown(display))
     session = _clean(parser[SECTION])
 
     def err(message, section=SECTION, option=None):
-        return ConfigError(message, file=display, section=section, option=option)
+        return ConfigError(_shown(message), file=_shown(display), section=_shown(section),
+                           option=option and _shown(option))
 
     roots = as_lines(session.get("root_packages")) or as_lines(session.get("root_package"))
     if not roots:

@@ -15,6 +15,7 @@ import sys
 from importlinter.application import output
 from importlinter.domain import fields
 from importlinter.domain.contract import Contract, ContractCheck, InvalidContractOptions
+from rich.markup import escape
 
 from contracts import config as config_mod
 from contracts.check import Result, run
@@ -91,7 +92,7 @@ class _OwnContract(Contract):
 
     def render_broken_contract(self, check: ContractCheck) -> None:
         if check.metadata.get("error"):
-            output.print_error(check.metadata["error"], bold=False)
+            output.print_error(escape(check.metadata["error"]), bold=False)
             return
         findings = [Finding(**f) for f in check.metadata["findings"]]
         count = len(findings)
@@ -100,7 +101,8 @@ class _OwnContract(Contract):
         output.new_line()
         for f in findings:
             use = f" (use {f.replacement} instead)" if f.replacement else ""
-            output.print_error(f"-   {f.path}:{f.line}:{f.col}: {f.rule} {f.message}{use}", bold=False)
+            # escape: output is rich markup; a `[section]` or a path like `[/x].py` is text here
+            output.print_error(escape(f"-   {f.path}:{f.line}:{f.col}: {f.rule} {f.message}{use}"), bold=False)
         output.new_line()
 
 

@@ -2,18 +2,35 @@
 
 grimp walks only directories that have an `__init__.py`; a directory without one inside a root
 package (an implicit namespace package, as upstream `sglang/srt` is) is walked here too. Nothing
-is skipped silently: what cannot be walked is returned in `skipped` with a reason.
+is skipped silently: what is not walked or not read is returned in `skipped` with a reason, and
+the rule `not-scanned` reports each. The walk is bounded on hostile trees:
+
+- every real directory is walked once, under its own name: a symlink to a directory already
+  walked (a loop, or an alias of a sibling) is reported, not followed again, so links cannot
+  make the walk loop or grow exponentially;
+- a symlink that leaves the tree is not followed (what it points to is not part of the package);
+- nesting deeper than `MAX_DEPTH` directories is reported, not walked;
+- a `.py` entry that is not a regular file (a FIFO, a socket, a device) is reported, never
+  opened (reading a FIFO would block forever);
+- a name that is not valid UTF-8 is reported (it cannot be a module name, nor printed as one);
+- `mod.py` beside a package `mod/` is reported: Python imports the package and never that file,
+  and two files with one module name would blur the import graph.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat as stat_mod
+from collections import deque
 from dataclasses import dataclass, field
 
-# Deeper than any real package; bounds the walk on pathological trees.
+# Deeper than any real package (upstream sglang nests 12 deep); bounds the walk on hostile trees.
 MAX_DEPTH = 256
+
+_KINDS = {stat_mod.S_IFIFO: "a FIFO", stat_mod.S_IFSOCK: "a socket", stat_mod.S_IFCHR: "a character device",
+          stat_mod.S_IFBLK: "a block device"}
 
 
 @dataclass(frozen=True)
@@ -47,76 +64,157 @@ class Discovery:
 def discover(src: str, roots: tuple[str, ...] | list[str]) -> Discovery:
     src = os.path.abspath(src)
     result = Discovery(src=src)
-    real_src = os.path.realpath(src)
+    walker = _Walker(result)
     for root in roots:
         top = os.path.join(src, root)
         if os.path.isdir(top):
-            _walk(result, top, [root], real_src, set(), 0)
-        elif os.path.isfile(top + ".py"):
-            _add_file(result, top + ".py", [root], is_init=False)
-        else:
+            walker.inside.append(os.path.realpath(top))  # a root may itself be a link
+    for root in roots:
+        top = os.path.join(src, root)
+        found = False
+        if os.path.isdir(top):
+            walker.walk(top, [root], 0)
+            found = True
+        if os.path.isfile(top + ".py"):  # beside a package `root/`, reported as shadowed below
+            walker.add_file(top + ".py", [root], is_init=False)
+            found = True
+        if not found:
             result.missing_roots.append(root)
+    walker.follow_links()
+    _drop_shadowed(result)
     result.files.sort(key=lambda f: f.rel)
+    result.skipped.sort()
     return result
 
 
-def _rel(result: Discovery, path: str) -> str:
-    return os.path.relpath(path, result.src).replace(os.sep, "/")
+class _Walker:
+    def __init__(self, result: Discovery) -> None:
+        self.result = result
+        self.inside = [os.path.realpath(result.src)]
+        self.walked: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> rel of its walk
+        self.links: deque[tuple[str, list[str], int]] = deque()  # symlinked dirs, walked last
 
+    def rel(self, path: str) -> str:
+        rel = os.path.relpath(path, self.result.src).replace(os.sep, "/")
+        # A name that is not UTF-8 arrives with surrogate escapes; show its bytes instead.
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
-def _add_file(result: Discovery, path: str, parts: list[str], is_init: bool, st=None) -> None:
-    try:
-        st = st or os.stat(path)
-    except OSError as e:
-        result.skipped.append((_rel(result, path), f"cannot stat: {e.strerror or e}"))
-        return
-    result.files.append(
-        SourceFile(path, _rel(result, path), ".".join(parts), is_init, st.st_mtime_ns, st.st_size)
-    )
+    def skip(self, path: str, reason: str) -> None:
+        self.result.skipped.append((self.rel(path), reason))
 
+    def add_file(self, path: str, parts: list[str], is_init: bool, st=None) -> None:
+        try:
+            st = st or os.stat(path)
+        except OSError as e:
+            self.skip(path, f"cannot stat: {e.strerror or e}")
+            return
+        self.result.files.append(
+            SourceFile(path, self.rel(path), ".".join(parts), is_init, st.st_mtime_ns, st.st_size))
 
-def _walk(result: Discovery, directory: str, parts: list[str], real_src: str,
-          seen: set[tuple[int, int]], depth: int) -> None:
-    if depth > MAX_DEPTH:
-        result.skipped.append((_rel(result, directory), f"nested deeper than {MAX_DEPTH} directories"))
-        return
-    try:
-        st = os.stat(directory)
-    except OSError as e:
-        result.skipped.append((_rel(result, directory), f"cannot stat directory: {e.strerror or e}"))
-        return
-    key = (st.st_dev, st.st_ino)
-    if key in seen:
-        result.skipped.append((_rel(result, directory), "symlink loop (directory already walked)"))
-        return
-    seen = seen | {key}
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError as e:
-        result.skipped.append((_rel(result, directory), f"cannot list directory: {e.strerror or e}"))
-        return
-    for entry in entries:
+    def _is_inside(self, target: str) -> bool:
+        return any(target == top or target.startswith(top + os.sep) for top in self.inside)
+
+    def walk(self, directory: str, parts: list[str], depth: int) -> None:
+        if depth > MAX_DEPTH:
+            self.skip(directory, f"nested deeper than {MAX_DEPTH} directories; not walked")
+            return
+        try:
+            st = os.stat(directory)
+        except OSError as e:
+            self.skip(directory, f"cannot stat directory: {e.strerror or e}")
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in self.walked:  # a bind mount or a hard-linked directory: walk it once
+            self.skip(directory, f"same directory as `{self.walked[key]}`, scanned there")
+            return
+        self.walked[key] = self.rel(directory)
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            self.skip(directory, f"cannot list directory: {e.strerror or e}")
+            return
+        for entry in entries:
+            self._entry(entry, parts, depth)
+
+    def _entry(self, entry: os.DirEntry, parts: list[str], depth: int) -> None:
         name = entry.name
         try:
-            is_link = entry.is_symlink()
-            if is_link:
-                target = os.path.realpath(entry.path)
-                if not (target == real_src or target.startswith(real_src + os.sep)):
-                    result.skipped.append((_rel(result, entry.path), "symlink to outside the tree"))
-                    continue
-            est = entry.stat()  # follows links (inside the tree only, checked above)
-        except OSError as e:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            self.skip(entry.path, "the name is not valid UTF-8, so it cannot be a module name")
+            return
+        try:
             if entry.is_symlink():
-                result.skipped.append((_rel(result, entry.path), "broken symlink or symlink loop"))
-            else:
-                result.skipped.append((_rel(result, entry.path), f"cannot stat: {e.strerror or e}"))
-            continue
+                self._link(entry, parts, depth)
+                return
+            est = entry.stat(follow_symlinks=False)
+        except OSError as e:
+            self.skip(entry.path, f"cannot stat: {e.strerror or e}")
+            return
         if stat_mod.S_ISDIR(est.st_mode):
-            if name == "__pycache__":
+            if name != "__pycache__":
+                self.walk(entry.path, parts + [name], depth + 1)
+        elif name.endswith(".py"):
+            self._py(entry.path, name, parts, est)
+
+    def _py(self, path: str, name: str, parts: list[str], st) -> None:
+        if not stat_mod.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat_mod.S_IFMT(st.st_mode), "not a regular file")
+            self.skip(path, f"{kind}, not a regular file; not opened")
+        elif name == "__init__.py":
+            self.add_file(path, parts, True, st)
+        else:
+            self.add_file(path, parts + [name[:-3]], False, st)
+
+    def _link(self, entry: os.DirEntry, parts: list[str], depth: int) -> None:
+        is_py = entry.name.endswith(".py")
+        try:
+            est = os.stat(entry.path)  # the target's kind; nothing is opened
+        except OSError as e:
+            if is_py:  # a module Python would fail to import; a broken data link holds nothing
+                why = "symlink loop" if e.errno == errno.ELOOP else "broken symlink"
+                self.skip(entry.path, f"{why}: {e.strerror or e}")
+            return
+        is_dir = stat_mod.S_ISDIR(est.st_mode)
+        if not (is_py or is_dir) or entry.name == "__pycache__":
+            return  # a link to a data file: nothing to scan
+        if not self._is_inside(os.path.realpath(entry.path)):
+            self.skip(entry.path, "symlink to outside the tree; not followed")
+        elif is_dir:
+            self.links.append((entry.path, parts + [entry.name], depth + 1))
+        else:
+            self._py(entry.path, entry.name, parts, est)
+
+    def follow_links(self) -> None:
+        """Symlinked directories, after every real one: a link to a directory walked under its
+        own name is reported, not walked twice; a link to one outside the roots is walked."""
+        while self.links:
+            path, parts, depth = self.links.popleft()
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                self.skip(path, f"cannot stat directory: {e.strerror or e}")
                 continue
-            _walk(result, entry.path, parts + [name], real_src, seen, depth + 1)
-        elif stat_mod.S_ISREG(est.st_mode) and name.endswith(".py"):
-            if name == "__init__.py":
-                _add_file(result, entry.path, parts, True, est)
+            target = os.path.realpath(path)
+            parent = os.path.realpath(os.path.dirname(path))
+            first = self.walked.get((st.st_dev, st.st_ino))
+            if parent == target or parent.startswith(target + os.sep):
+                self.skip(path, f"symlink loop: points to `{self.rel(target)}`, which contains it; "
+                                f"not followed")
+            elif first is None:
+                self.walk(path, parts, depth)
             else:
-                _add_file(result, entry.path, parts + [name[:-3]], False, est)
+                self.skip(path, f"symlink to `{first}`, scanned there; not scanned again under this name")
+
+
+def _drop_shadowed(result: Discovery) -> None:
+    packages = {f.module: f.rel for f in result.files if f.is_package}
+    kept = []
+    for f in result.files:
+        if not f.is_package and f.module in packages:
+            result.skipped.append((f.rel, f"shadowed by the package `{packages[f.module].rpartition('/')[0]}/`: "
+                                          f"Python imports the package, never this file; delete or rename it"))
+        else:
+            kept.append(f)
+    result.files = kept

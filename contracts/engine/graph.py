@@ -5,12 +5,15 @@ can see: it skips directories without `__init__.py` and drops imports of modules
 exist. Here the scanner is handed every module the engine discovered (namespace directories
 included), and an `ast` pass covers what it cannot read. The resulting edges go into a
 `grimp.ImportGraph`, whose chain queries the graph rules use.
+
+Nothing here imports grimp or `ast` until a scan is asked for: a run answered from the cache
+never pays for them.
 """
 
 from __future__ import annotations
 
-import ast
-import textwrap
+import os
+import re
 from dataclasses import dataclass
 
 from contracts.engine.discover import SourceFile
@@ -33,86 +36,143 @@ def _identifier_module(name: str) -> bool:
     return all(part.isidentifier() for part in name.split("."))
 
 
-def scan_edges(files: list[SourceFile], known: dict[str, SourceFile], roots: dict[str, str]
-               ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
-    """Edges (imported, line, contents) of each file in `files`, by importer module.
+# grimp's native parser recurses once per level of an expression and overflows its thread's
+# stack (a segfault: the whole run dies) somewhere between 100k and 200k levels (`x = a.b.b...`,
+# `1+1+...`, measured with grimp 3.20). Every level costs at least one operator character (or
+# keyword), at least two bytes: a file under `SAFE_BYTES` cannot nest that deep, and a larger one
+# is given to grimp only if it holds fewer than `MAX_LEVELS` such tokens. The rest go to the
+# `ast` pass, which reports "nested too deeply" instead of crashing.
+MAX_LEVELS = 50_000
+SAFE_BYTES = 2 * MAX_LEVELS
+_NOT_LEVEL_BYTES = bytes(c for c in range(256) if c not in b"+-*/%@&|^<>.([~")
+_LEVEL_WORDS = (b"not", b"if", b"lambda", b"await")  # each level of these takes 4 bytes or more
+
+
+def too_deep_for_native(data: bytes) -> bool:
+    """Could `data` nest deeper than grimp's parser survives? (Cheap, errs on the side of yes.)"""
+    if len(data) < SAFE_BYTES:
+        return False
+    levels = len(data.translate(None, _NOT_LEVEL_BYTES))  # one pass: the operator characters
+    if levels + len(data) // 4 < MAX_LEVELS:
+        return False
+    return levels + sum(data.count(w) for w in _LEVEL_WORDS) >= MAX_LEVELS
+
+
+class EdgeScanner:
+    """grimp's scanner, set up once for a tree and then called for batches of files.
 
     `known`: every discovered module (the scanner resolves imports against it);
-    `roots`: root package -> its directory. Files grimp's scanner rejects come back in the
-    second dict as module -> reason (the caller reports them as parse errors).
+    `roots`: root package -> its directory. The package description grimp needs is built on
+    the first call and reused: the import closure calls the scanner once per round.
     """
-    edges: dict[str, list[tuple]] = {}
-    failed: dict[str, str] = {}
-    native = [f for f in files if _identifier_module(f.module)]
-    others = [f for f in files if not _identifier_module(f.module)]
-    try:
-        edges.update(_native(native, known, roots, failed))
-    except Exception:  # pragma: no cover - depends on grimp internals; the ast pass is exact
-        others = others + native
-    for f in others:
-        if f.module in failed or f.module in edges:
-            continue
+
+    def __init__(self, known: dict[str, SourceFile], roots: dict[str, str]) -> None:
+        self.known, self.roots = known, roots
+        self._native_args = None
+        self._native_broken = False
+
+    def scan(self, files: list[SourceFile]) -> tuple[dict[str, list[tuple]], dict[str, str]]:
+        """Edges (imported, line, contents) of each file in `files`, by importer module.
+
+        Files the scanner rejects come back in the second dict as module -> reason (the caller
+        reports them as parse errors).
+        """
+        edges: dict[str, list[tuple]] = {}
+        failed: dict[str, str] = {}
+        native, others = [], []
+        for f in files:
+            (native if _identifier_module(f.module) and not self._too_deep(f) else others).append(f)
+        if native and not self._native_broken:
+            try:
+                edges.update(self._native(native, failed))
+            except Exception:  # pragma: no cover - depends on grimp internals; the ast pass is exact
+                self._native_broken = True
+                others = others + native
+        elif native:  # pragma: no cover
+            others = others + native
+        for f in others:
+            if f.module in failed or f.module in edges:
+                continue
+            try:
+                with open(f.path, "rb") as fh:
+                    data = fh.read()
+            except OSError as e:
+                failed[f.module] = f"cannot read: {e.strerror or e}"
+                continue
+            from contracts.engine.scan import scan_source
+
+            scan = scan_source(data, f.module, f.is_package)
+            if scan.error:
+                failed[f.module] = scan.error
+                continue
+            edges[f.module] = edges_from_refs(scan.refs, self.known, data)
+        return edges, failed
+
+    @staticmethod
+    def _too_deep(f: SourceFile) -> bool:
+        if f.size < SAFE_BYTES:
+            return False
         try:
             with open(f.path, "rb") as fh:
-                data = fh.read()
-        except OSError as e:
-            failed[f.module] = f"cannot read: {e.strerror or e}"
-            continue
-        from contracts.engine.scan import scan_source
+                return too_deep_for_native(fh.read())
+        except OSError:
+            return False  # the scanner reports it unreadable
 
-        scan = scan_source(data, f.module, f.is_package)
-        if scan.error:
-            failed[f.module] = scan.error
-            continue
-        edges[f.module] = edges_from_refs(scan.refs, known, data)
-    return edges, failed
+    def _setup(self):
+        if self._native_args is None:
+            from grimp import _rustgrimp as rust  # grimp's own scanner (what build_graph calls)
+            from grimp.application.ports.modulefinder import FoundPackage, ModuleFile
+            from grimp.domain.valueobjects import Module
+
+            module_file = {m: ModuleFile(module=Module(m), mtime=0) for m in self.known
+                           if _identifier_module(m)}
+            packages = {
+                FoundPackage(name=root, directory=directory, module_files=frozenset(
+                    mf for m, mf in module_file.items() if is_under(m, root)))
+                for root, directory in self.roots.items()
+            }
+            self._native_args = (rust, module_file, packages, rust.RealBasicFileSystem())
+        return self._native_args
+
+    def _native(self, files: list[SourceFile], failed: dict[str, str]) -> dict[str, list[tuple]]:
+        rust, module_file, packages, basic = self._setup()
+        # By name, not a set of grimp's dataclasses: hashing and sorting those costs 0.8 s at 50k files.
+        todo = {f.module: module_file[f.module] for f in files if f.module in module_file}
+        result: dict[str, list[tuple]] = {}
+        while todo:
+            try:
+                scanned = rust.scan_for_imports(
+                    module_files=tuple(todo.values()), found_packages=packages,
+                    include_external_packages=False, exclude_type_checking_imports=False,
+                    file_system=basic,
+                )
+            except BaseException as e:  # noqa: BLE001 - a Rust panic is a BaseException
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
+                filename = getattr(e, "filename", None)
+                bad = next((name for name in todo
+                            if filename and _module_path_matches(name, filename, self.roots)), None)
+                if bad is None:
+                    raise RuntimeError("native scan failed") from e
+                failed[bad] = (f"syntax error, line {getattr(e, 'lineno', '?')}: "
+                               f"{getattr(e, 'text', '') or ''}").strip()
+                del todo[bad]
+                continue
+            for mf, imports in scanned.items():
+                result[mf.name] = sorted(
+                    (di.imported.name, di.line_number, di.line_contents) for di in imports
+                )
+            break
+        return result
 
 
-def _native(files, known, roots, failed) -> dict[str, list[tuple]]:
-    from grimp import _rustgrimp as rust  # grimp's own scanner (what build_graph calls)
-    from grimp.adaptors.filesystem import FileSystem
-    from grimp.application.ports.modulefinder import FoundPackage, ModuleFile
-    from grimp.domain.valueobjects import Module
-
-    all_files = {
-        root: frozenset(ModuleFile(module=Module(m), mtime=0) for m in known if is_under(m, root))
-        for root in roots
-    }
-    packages = {
-        FoundPackage(name=root, directory=directory, module_files=all_files[root])
-        for root, directory in roots.items()
-    }
-    todo = {ModuleFile(module=Module(f.module), mtime=0) for f in files}
-    basic = FileSystem().convert_to_basic()
-    result: dict[str, list[tuple]] = {}
-    while todo:
-        try:
-            scanned = rust.scan_for_imports(
-                module_files=tuple(sorted(todo)), found_packages=packages,
-                include_external_packages=False, exclude_type_checking_imports=False,
-                file_system=basic,
-            )
-        except BaseException as e:  # noqa: BLE001 - a Rust panic is a BaseException
-            if isinstance(e, (KeyboardInterrupt, SystemExit)):
-                raise
-            filename = getattr(e, "filename", None)
-            bad = next((mf for mf in todo if filename and _module_path_matches(mf.module.name, filename, roots)), None)
-            if bad is None:
-                raise RuntimeError("native scan failed") from e
-            failed[bad.module.name] = f"syntax error, line {getattr(e, 'lineno', '?')}: {getattr(e, 'text', '') or ''}".strip()
-            todo.discard(bad)
-            continue
-        for mf, imports in scanned.items():
-            result[mf.name] = sorted(
-                (di.imported.name, di.line_number, di.line_contents) for di in imports
-            )
-        break
-    return result
+def scan_edges(files: list[SourceFile], known: dict[str, SourceFile], roots: dict[str, str]
+               ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
+    """One batch: `EdgeScanner(known, roots).scan(files)`."""
+    return EdgeScanner(known, roots).scan(files)
 
 
 def _module_path_matches(module: str, filename: str, roots: dict[str, str]) -> bool:
-    import os
-
     root = module.split(".", 1)[0]
     rest = module.split(".")[1:]
     base = os.path.join(roots[root], *rest)
@@ -145,8 +205,69 @@ def edges_from_refs(refs, known, data: bytes | None = None) -> list[tuple]:
     return sorted(out)
 
 
+# `from <module> import <names>` at the start of a line: what nearly every import is. Anything
+# else (a statement after `;` or `:`, a backslash continuation) goes to the exact ast path.
+_FROM_HEAD = re.compile(r"\s*from\s*[.\w]+\s*import\b\s*(.*)$", re.S)
+_NAME_ITEM = re.compile(r"(\*|\w+)(?:\s+as\s+\w+)?")
+_PLAIN_IMPORT = re.compile(r"\s*import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*\s*(?:#.*)?$", re.S)
+
+
+def is_plain_import(line: str) -> bool:
+    """`import a.b [as c], ...` alone on its line: a statement that imports no names."""
+    return _PLAIN_IMPORT.match(line) is not None
+
+
+def names_from_text(first_line: str, more_lines=None) -> tuple[str, ...] | None:
+    """Names of a `from ... import` statement, read off its text; None when unsure.
+
+    `first_line`: the statement's first line; `more_lines`: an iterator over the lines after it
+    (needed only when a parenthesized list continues). An import statement holds no strings,
+    so `#` always starts a comment there.
+    """
+    m = _FROM_HEAD.match(first_line)
+    if m is None:
+        return None
+    rest = m.group(1).split("#", 1)[0].strip()
+    if rest.endswith("\\") or ";" in rest:
+        return None
+    if rest.startswith("("):
+        body = [rest[1:]]
+        while ")" not in body[-1]:
+            if more_lines is None:
+                return None
+            nxt = next(more_lines, None)
+            if nxt is None or len(body) > MAX_STATEMENT_LINES:
+                return None
+            body.append(nxt.split("#", 1)[0])
+        text = " ".join(body)
+        text, _, after = text.partition(")")
+        if after.strip():
+            return None
+    else:
+        text = rest
+    names = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        m = _NAME_ITEM.fullmatch(item)
+        if m is None:
+            return None
+        names.append(m.group(1))
+    return tuple(names) or None
+
+
 def statement_names(lines: list[str], line: int) -> tuple[str, ...] | None:
     """Names a `from ... import` statement starting at `line` (1-based) imports, or None."""
+    if 0 < line <= len(lines):
+        if is_plain_import(lines[line - 1]):
+            return None
+        fast = names_from_text(lines[line - 1], iter(lines[line:line - 1 + MAX_STATEMENT_LINES]))
+        if fast is not None:
+            return fast
+    import ast
+    import textwrap
+
     for end in range(line, min(len(lines), line - 1 + MAX_STATEMENT_LINES) + 1):
         chunk = textwrap.dedent("\n".join(lines[line - 1:end]))
         try:

@@ -10,11 +10,23 @@ are not targets.
 from __future__ import annotations
 
 import ast
+import bisect
+import io
 import re
+import tokenize
+import unicodedata
 import warnings
 from dataclasses import dataclass
 
 from contracts.engine.resolve import resolve_relative
+
+# Files larger than this are not parsed (reported instead). ast needs ~120 bytes of memory per
+# byte of source (2.4 GB and 10 s for a 20 MB file, measured); the largest file in upstream
+# sglang is 375 kB, so this is 11 times that.
+MAX_PARSE_BYTES = 4 * 2**20
+# The prefix of every "could not read the file" reason: such a file is `not-scanned`, not a
+# `parse-error` (it was never looked at).
+UNREADABLE = "cannot read"
 
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?$")
 
@@ -50,12 +62,68 @@ class FileScan:
 
 def decode_source(data: bytes) -> str:
     """Bytes -> text as Python would read them (PEP 263 coding cookie, BOM)."""
-    import io
-    import tokenize
-
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(encoding)
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _declared_encoding(data: bytes) -> str | None:
+    """The encoding a PEP 263 cookie declares, when it is not UTF-8 (None otherwise)."""
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    if b"coding" not in (data[:second] if second >= 0 else data):  # the cookie is on line 1 or 2
+        return None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        return None  # an unknown codec: Python cannot read the file at all
+    return None if encoding in ("utf-8", "utf-8-sig") else encoding
+
+
+def searchable(data: bytes) -> bytes:
+    """The bytes to look for a rule's words in: the text Python reads, not the raw bytes.
+
+    For ASCII source without an encoding declaration (most files) that is `data` itself. A file
+    that declares another encoding is decoded first (under `# coding: utf-7`, `jit+AF8-kernel`
+    is `jit_kernel`), and non-ASCII text is NFKC-normalized as Python normalizes identifiers
+    (`import pkg.jit_ｋernel` imports `pkg.jit_kernel`). Physical lines are kept, so line `n` of
+    the result is line `n` of the file. Undecodable data is returned as it is.
+    """
+    encoding = _declared_encoding(data)
+    if encoding is None and data.isascii():
+        return data
+    try:
+        text = data.decode(encoding or "utf-8")
+    except (UnicodeDecodeError, LookupError):
+        return data
+    if unicodedata.is_normalized("NFKC", text):  # most non-ASCII files: prose in comments
+        return data if encoding is None else text.encode("utf-8")
+    return unicodedata.normalize("NFKC", text).encode("utf-8")
+
+
+NUL = b"\0"
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    return len((data[:offset] + b"x").splitlines())
+
+
+def error_reason(data: bytes, exc: BaseException) -> str:
+    """Why `data` cannot be parsed, in words, with `line N` where one is known."""
+    if NUL in data:  # 3.11 says ValueError, 3.12 SyntaxError; the line is what helps
+        return f"contains a NUL byte, line {_line_at(data, data.index(NUL))}; Python cannot read it"
+    if isinstance(exc, SyntaxError) and exc.lineno is None:  # from the encoding detection
+        if "unknown encoding" in str(exc.msg):
+            return f"declares an {exc.msg}; Python cannot read it"
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return (f"not valid UTF-8 and declares no encoding (byte 0x{data[e.start]:02x}, line "
+                    f"{_line_at(data, e.start)}); Python cannot read it")
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"cannot be decoded as {exc.encoding} (byte 0x{exc.object[exc.start]:02x}, line "
+                f"{_line_at(data, exc.start)}); Python cannot read it")
+    return parse_error_reason(exc)
 
 
 def parse_error_reason(exc: BaseException) -> str:
@@ -68,30 +136,52 @@ def parse_error_reason(exc: BaseException) -> str:
         return f"unknown encoding declared: {exc}"
     if isinstance(exc, ValueError) and "null bytes" in str(exc):
         return "source contains a NUL byte"
-    if isinstance(exc, RecursionError):
-        return "nesting too deep for the parser"
+    if isinstance(exc, (RecursionError, MemoryError)):
+        return "nested too deeply for the parser"
     return f"{type(exc).__name__}: {exc}"
+
+
+def hot_lines(hay: bytes, words) -> list[int]:
+    """1-based numbers of the lines (as `bytes.splitlines` counts them) that contain a word: found
+    by searching for the words, not by testing every line (the lines are mostly not hot)."""
+    if b"\r" in hay:
+        return [n for n, line in enumerate(hay.splitlines(), 1) if any(w in line for w in words)]
+    found = set()
+    for w in words:
+        pos = hay.find(w)
+        line, counted = 1, 0
+        while pos >= 0:
+            line += hay.count(b"\n", counted, pos)
+            counted = pos
+            found.add(line)
+            pos = hay.find(w, hay.find(b"\n", pos) + 1 or len(hay))
+    return sorted(found)
 
 
 def scan_source(data: bytes, module: str, is_package: bool, words: tuple[bytes, ...] | None = None) -> FileScan:
     """Scan one file. With `words`, only statements on lines that contain one of them are
     looked into (what the rules need, and far cheaper than visiting every node); without,
-    every import statement is returned."""
+    every import statement is returned. Never raises: what cannot be scanned comes back as
+    `FileScan([], error=reason)`."""
+    if len(data) > MAX_PARSE_BYTES:
+        return FileScan([], error=(
+            f"{len(data) / 2**20:.1f} MiB, over the {MAX_PARSE_BYTES // 2**20} MiB this tool parses "
+            f"(parsing takes ~120 bytes of memory per byte); split or exclude the file"))
     try:
         text = decode_source(data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
             tree = ast.parse(text)
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as e:
-        return FileScan([], error=parse_error_reason(e))
+    except Exception as e:  # noqa: BLE001 - one bad file is a finding, never a crash of the run
+        return FileScan([], error=error_reason(data, e))
     hot = None
     if words is not None:
-        hot = {n for n, line in enumerate(data.splitlines(), 1) if any(w in line for w in words)}
+        hot = hot_lines(searchable(data), words)
     scanner = _Scanner(module, is_package, hot)
     try:
         scanner.statements(tree.body, lazy=False, tc=False)
     except RecursionError:
-        return FileScan([], error="nesting too deep for the parser")
+        return FileScan([], error="nested too deeply for the parser")
     scanner.refs.sort(key=lambda r: (r.line, r.col))
     return FileScan(scanner.refs, unresolved=scanner.unresolved or None)
 
@@ -107,8 +197,11 @@ _STMT_LISTS = ("body", "orelse", "finalbody")
 
 
 class _Scanner:
-    def __init__(self, module: str, is_package: bool, hot: set[int] | None) -> None:
-        self.module, self.is_package, self.hot = module, is_package, hot
+    def __init__(self, module: str, is_package: bool, hot: list[int] | None) -> None:
+        self.module, self.is_package = module, is_package
+        # Hot line numbers, ascending (for a range test by bisection) and as a set.
+        self.hot_sorted = hot
+        self.hot = None if hot is None else set(hot)
         self.refs: list[ImportRef] = []
         self.unresolved: list[tuple[int, str]] = []
 
@@ -121,9 +214,8 @@ class _Scanner:
         end = getattr(node, "end_lineno", None) or start
         for decorator in getattr(node, "decorator_list", ()):  # decorators precede the `def` line
             start = min(start, decorator.lineno)
-        if end - start < 64:
-            return any(n in self.hot for n in range(start, end + 1))
-        return any(start <= n <= end for n in self.hot)
+        i = bisect.bisect_left(self.hot_sorted, start)
+        return i < len(self.hot_sorted) and self.hot_sorted[i] <= end
 
     def _ref(self, node, kind, imported, lazy, tc, **kw) -> None:
         self.refs.append(ImportRef(

@@ -34,6 +34,16 @@ def chain_text(chain) -> str:
     return " -> ".join(f"`{m}`" for m in chain)
 
 
+def adjacency_of(edges) -> dict[str, list]:
+    """importer -> sorted imported modules; `chains_from` takes it in place of `edges`."""
+    adjacency: dict[str, list] = {}
+    for e in edges:
+        adjacency.setdefault(e.importer, []).append(e.imported)
+    for targets in adjacency.values():
+        targets.sort()
+    return adjacency
+
+
 def chains_from(edges, sources: set[str], target_key, passable) -> dict:
     """Shortest chain from any of `sources` to each target, by breadth-first search.
 
@@ -42,11 +52,7 @@ def chains_from(edges, sources: set[str], target_key, passable) -> dict:
     Returns key -> chain (tuple of modules); only chains of length > 2 are searched, since the
     caller removed the direct edges it reports itself.
     """
-    adjacency: dict[str, list] = {}
-    for e in edges:
-        adjacency.setdefault(e.importer, []).append(e.imported)
-    for targets in adjacency.values():
-        targets.sort()
+    adjacency = edges if isinstance(edges, dict) else adjacency_of(edges)
     parent: dict[str, str | None] = {m: None for m in sorted(sources)}
     frontier = sorted(sources)
     found: dict = {}
@@ -73,6 +79,12 @@ def chains_from(edges, sources: set[str], target_key, passable) -> dict:
 
 
 def first_hop(model, chain) -> tuple[int, int]:
-    lines = [e.line for e in model.edges if e.importer == chain[0] and e.imported == chain[1]]
-    line = min(lines, default=1)
+    first = model.__dict__.get("_first_line")
+    if first is None:  # (importer, imported) -> its first line, built once per model
+        first = model.__dict__["_first_line"] = {}
+        for e in model.edges:
+            key = (e.importer, e.imported)
+            if e.line < first.get(key, e.line + 1):
+                first[key] = e.line
+    line = first.get((chain[0], chain[1]), 1)
     return line, col_of(model, chain[0], line)

@@ -34,7 +34,7 @@ from contracts.config import GroupsSpec
 from contracts.engine.model import Model
 from contracts.engine.resolve import is_under
 from contracts.findings import Finding
-from contracts.rules._common import chain_text, chains_from, col_of, first_hop, rel_of
+from contracts.rules._common import adjacency_of, chain_text, chains_from, col_of, first_hop, rel_of
 
 RULE_ID = "group-boundary"
 FIX = "never"
@@ -68,7 +68,7 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
             f"share code only through {_shared(spec)} or a reviewed `allowed_imports` line",
         ))
     direct = {(e.importer, e.imported) for e in cross}
-    edges = [e for e in model.edges if (e.importer, e.imported) not in direct]
+    edges = adjacency_of([e for e in model.edges if (e.importer, e.imported) not in direct])
     blocked = (*spec.shared_modules, *stop)
     for g in spec.groups:
         sources = {m for m in model.graph_modules if spec.group_of(m) == g}

@@ -1,16 +1,25 @@
-"""`parse-error`: a file that cannot be read or parsed.
+"""`parse-error`: a file a rule needs to parse that cannot be parsed.
 
 ## What it does
-Reports a file a rule needed to parse but could not read (permissions), decode (invalid
-UTF-8, an unknown encoding declaration) or parse (a syntax error, a NUL byte), with the reason.
-The run goes on and checks everything else.
+Reports a file a rule needed to parse but could not: it does not decode (invalid UTF-8, an
+unknown encoding declared, a NUL byte), does not parse (a syntax error, Python 2 code), is
+nested too deeply for the parser, or is larger than the 4 MiB the tool parses. The reason and,
+where known, the line are given; the run goes on and checks everything else. (A file that
+cannot be read at all is `not-scanned`.)
+
+Which files are parsed: every file is read, and a file is parsed when its text (as Python
+decodes it, identifiers NFKC-normalized) contains a word a rule looks for -- the last part of a
+removed prefix, the name of the kernel package -- or when it lies in a package a rule checks.
+A syntax error in any other file cannot hide a finding, since that file names nothing checked.
 
 ## Why is this bad?
 An import in a file the tool cannot read is an import it cannot check: silence there would
 mean "not looked at", not "clean".
 
 ## Example
-`sglang/srt/x.py:3:1: parse-error syntax error, line 3: invalid syntax`
+```text
+sglang/srt/x.py:3:1: parse-error cannot check `sglang/srt/x.py`: syntax error, line 3: invalid syntax
+```
 
 ## Use instead
 Fix the file (or delete it if it is not Python).
@@ -27,6 +36,7 @@ from __future__ import annotations
 import re
 
 from contracts.engine.model import Model
+from contracts.engine.scan import UNREADABLE
 from contracts.findings import Finding
 
 RULE_ID = "parse-error"
@@ -37,7 +47,9 @@ def check(model: Model) -> list[Finding]:
     by_rel = {f.rel: f for f in model.discovery.files}
     findings = []
     for rel, reason in sorted(model.errors.items()):
-        m = re.search(r"line (\d+)", reason)
+        if reason.startswith(UNREADABLE):
+            continue  # reported by `not-scanned`
+        m = re.search(r"\bline (\d+)", reason)
         module = by_rel[rel].module if rel in by_rel else ""
         findings.append(Finding(rel, int(m.group(1)) if m else 1, 1, RULE_ID, module, "",
                                 f"cannot check `{rel}`: {reason}"))

@@ -48,34 +48,47 @@ def _private(part: str) -> bool:
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
 
+class _Where:
+    """(path, line, col) of an edge, computed only for an edge that becomes a finding (the column
+    reads the file)."""
+
+    __slots__ = ("model", "e")
+
+    def __init__(self, model, e):
+        self.model, self.e = model, e
+
+    def at(self):
+        return (rel_of(self.model, self.e.importer), self.e.line, col_of(self.model, self.e.importer, self.e.line))
+
+
 def check(model: Model, spec: GroupsSpec) -> list[Finding]:
     findings = []
     kernel_package = spec.container.rpartition(".")[0] or spec.container
     for e in model.edges:
         group = spec.group_of(e.imported)
-        where = (rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line))
+        where = _Where(model, e)
         if group is not None and spec.group_of(e.importer) != group:
             surface = f"{spec.container}.{group}"
             rest = e.imported[len(surface) + 1:].split(".") if e.imported != surface else []
             if any(_private(p) for p in rest):
-                findings.append(Finding(*where, RULE_ID, e.importer, e.imported,
+                findings.append(Finding(*where.at(), RULE_ID, e.importer, e.imported,
                     f"`{e.importer}` imports the private module `{e.imported}` of group `{group}`; "
                     f"import from `{surface}` or its public operator modules"))
                 continue
             if len(rest) > 1:
-                findings.append(Finding(*where, RULE_ID, e.importer, e.imported,
+                findings.append(Finding(*where.at(), RULE_ID, e.importer, e.imported,
                     f"`{e.importer}` imports `{e.imported}`, below the public surface of group "
                     f"`{group}`; import from `{surface}` or `{surface}.{rest[0]}`"))
                 continue
             for name in e.names or ():
                 if _private(name):
-                    findings.append(Finding(*where, RULE_ID, e.importer, f"{e.imported}.{name}",
+                    findings.append(Finding(*where.at(), RULE_ID, e.importer, f"{e.imported}.{name}",
                         f"`{e.importer}` imports the private name `{name}` from `{e.imported}` "
                         f"(group `{group}`); use the group's public functions"))
         elif not is_under(e.importer, kernel_package):
             for shared in spec.shared_modules:
                 if is_under(e.imported, shared) and not is_under(shared, spec.container):
-                    findings.append(Finding(*where, RULE_ID, e.importer, e.imported,
+                    findings.append(Finding(*where.at(), RULE_ID, e.importer, e.imported,
                         f"`{e.importer}` imports the kernel infra `{e.imported}` directly; code "
                         f"outside `{kernel_package}` calls the operator groups' public surface"))
     return findings
