@@ -1,0 +1,150 @@
+"""`--write-baseline` / `--baseline`: adopt on a tree with findings; fail only on new ones; the
+baseline can only shrink; a bad baseline file is a one-line usage error naming it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contracts import baseline
+from contracts.cli import main
+from contracts.errors import UsageError
+from contracts.findings import Finding
+from tests.contracts.conftest import run_cli
+
+OLD = {
+    "pkg/srt/models/m.py": "import os\nfrom pkg.jit_kernel import hicache\n",
+    "pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels.ops.kvcache.hicache import transfer\n",
+}
+
+
+def _cli(root, *args, capsys):
+    code = main(["--config", str(root / ".importlinter"), "--no-cache", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_is_clean_against_the_baseline_it_wrote(tree, capsys):
+    root = tree(OLD)
+    code, _, err = _cli(root, "--write-baseline", str(root / "bl.json"), capsys=capsys)
+    assert code == 0 and "Wrote 2 findings" in err
+    code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)
+    assert code == 0, out
+    assert out.strip().endswith("no findings.")
+
+
+def test_is_kept_when_lines_move(tree, capsys):
+    root = tree(OLD)
+    _cli(root, "--write-baseline", str(root / "bl.json"), capsys=capsys)
+    m = root / "pkg/srt/models/m.py"
+    m.write_text("# a new header comment\n\n" + m.read_text())
+    code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)
+    assert code == 0, out
+
+
+def test_is_broken_when_a_new_finding_appears(tree, capsys):
+    root = tree(OLD)
+    _cli(root, "--write-baseline", str(root / "bl.json"), capsys=capsys)
+    (root / "pkg/srt/other.py").write_text("import pkg.jit_kernel.norm\n")
+    code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("pkg/srt/other.py:1:1: removed-module `pkg.jit_kernel.norm`")
+    assert lines[-1] == "Scanned 14 of 14 .py files: 1 finding (removed-module: 1)."
+
+
+def test_reports_entries_that_no_longer_occur(tree, capsys):
+    root = tree(OLD)
+    _cli(root, "--write-baseline", str(root / "bl.json"), capsys=capsys)
+    (root / "pkg/srt/models/m.py").write_text("import os\nfrom pkg.kernels.ops.kvcache import hicache\n")
+    code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)
+    assert code == 0
+    assert (f"{root / 'bl.json'}: baseline entry no longer occurs: removed-module pkg.srt.models.m -> "
+            f"pkg.jit_kernel.hicache (remove it)") in out.splitlines()
+
+
+def test_file_is_sorted_versioned_and_written_the_same_twice(tree, capsys):
+    root = tree(OLD)
+    _cli(root, "--write-baseline", str(root / "a.json"), capsys=capsys)
+    _cli(root, "--write-baseline", str(root / "b.json"), capsys=capsys)
+    text = (root / "a.json").read_text()
+    assert text == (root / "b.json").read_text()
+    data = json.loads(text)
+    assert data["version"] == baseline.VERSION
+    keys = [(e["rule"], e["importer"], e["imported"]) for e in data["entries"]]
+    assert keys == sorted(keys) == [
+        ("group-boundary", "pkg.kernels.ops.gemm.fused_a_gemm", "pkg.kernels.ops.kvcache.hicache"),
+        ("removed-module", "pkg.srt.models.m", "pkg.jit_kernel.hicache"),
+    ]
+
+
+def test_rewriting_keeps_the_reasons_of_entries_that_still_occur(tmp_path):
+    path = tmp_path / "bl.json"
+    kept = Finding("a.py", 1, 1, "group-boundary", "pkg.a", "pkg.b", "m")
+    fixed = Finding("c.py", 1, 1, "group-boundary", "pkg.c", "pkg.d", "m")
+    baseline.write(str(path), [kept, fixed])
+    data = json.loads(path.read_text())
+    for entry in data["entries"]:
+        entry["reason"] = f"reviewed: {entry['importer']}"
+    path.write_text(json.dumps(data))
+    assert baseline.write(str(path), [kept]) == 1
+    assert json.loads(path.read_text())["entries"] == [
+        {"rule": "group-boundary", "importer": "pkg.a", "imported": "pkg.b", "reason": "reviewed: pkg.a"}]
+
+
+def test_apply_returns_new_findings_and_gone_keys(tmp_path):
+    path = tmp_path / "bl.json"
+    a = Finding("a.py", 3, 1, "layer", "pkg.a", "pkg.srt.x", "m")
+    b = Finding("b.py", 1, 1, "layer", "pkg.b", "pkg.srt.x", "m")
+    baseline.write(str(path), [a, b])
+    moved_a = Finding("a.py", 9, 5, "layer", "pkg.a", "pkg.srt.x", "m")
+    c = Finding("c.py", 1, 1, "layer", "pkg.c", "pkg.srt.x", "m")
+    new, gone = baseline.apply(str(path), [c, moved_a])
+    assert new == [c]
+    assert gone == [("layer", "pkg.b", "pkg.srt.x")]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not a baseline file: invalid JSON at line 1"),
+    ("", "not a baseline file: invalid JSON"),
+    ("[]", "expected a JSON object with 'version' and 'entries'"),
+    ('{"version": 1}', "expected a JSON object with 'version' and 'entries'"),
+    ('{"version": 99, "entries": []}', "unsupported baseline version 99"),
+    ('{"version": 1, "entries": {}}', "'entries' must be a list"),
+    ('{"version": 1, "entries": [{"rule": "layer", "importer": "a"}]}', "entry 1 must be an object"),
+    ('{"version": 1, "entries": [{"rule": "layer", "importer": "a", "imported": 3}]}', "entry 1 must be"),
+    ('{"version": 1, "entries": [{"rule": "l", "importer": "a", "imported": "b", "reason": 1}]}',
+     "entry 1: 'reason' must be a string"),
+])
+def test_is_invalid_when_the_file_is_not_a_baseline(tmp_path, content, message):
+    path = tmp_path / "bl.json"
+    path.write_text(content)
+    with pytest.raises(UsageError) as info:
+        baseline.apply(str(path), [])
+    assert str(path) in str(info.value) and message in str(info.value)
+
+
+def test_is_invalid_when_the_file_is_missing_or_binary(tmp_path):
+    with pytest.raises(UsageError, match="no such file .*--write-baseline"):
+        baseline.apply(str(tmp_path / "missing.json"), [])
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(UsageError, match="bin.json: cannot be read"):
+        baseline.apply(str(tmp_path / "bin.json"), [])
+
+
+def test_cli_exits_2_with_one_line_naming_a_corrupt_baseline(tree):
+    root = tree(OLD)
+    (root / "bl.json").write_text('{"version": 1, "entries": [')
+    proc = run_cli(["--no-cache", "--baseline", "bl.json"], cwd=root)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("namespace-lint: error: --baseline bl.json: not a baseline file: invalid JSON")
+
+
+def test_write_replaces_a_corrupt_file(tmp_path):
+    path = tmp_path / "bl.json"
+    path.write_text("garbage")
+    assert baseline.write(str(path), [Finding("a.py", 1, 1, "layer", "pkg.a", "pkg.b", "m")]) == 1
+    assert baseline.apply(str(path), []) == ([], [("layer", "pkg.a", "pkg.b")])

@@ -1,0 +1,263 @@
+"""The cache: warm runs answer what a cold run answers, edits are seen (even one that keeps the
+mtime), a corrupt cache is rebuilt, and runs sharing a cache directory agree."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from contracts import check
+from contracts import config as config_mod
+from contracts.engine import cache as cache_mod
+from contracts.engine import model as model_mod
+
+VIOLATION = "import os\nfrom pkg.jit_kernel import hicache\n"
+CLEAN_SAME_SIZE = "import os\nfrom pkg.kernels import ops  # padding\n"
+CLEAN_SAME_SIZE = CLEAN_SAME_SIZE[: len(VIOLATION) - 1] + "\n"  # exactly as long as VIOLATION
+
+
+def _run(root: Path, cache_dir: Path | None, paths=None):
+    cfg = config_mod.load(str(root / ".importlinter"))
+    return check.run(cfg, str(root), paths=paths, cache_dir=str(cache_dir) if cache_dir else None)
+
+
+def _summary(result) -> list[tuple]:
+    return [(f.path, f.line, f.col, f.rule, f.imported) for f in result.findings]
+
+
+@pytest.fixture
+def not_racy(monkeypatch):
+    """Files written by the test just now count as settled (the real window is 2 s)."""
+    monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
+
+
+def _forbid(monkeypatch, obj, name):
+    def fail(*args, **kwargs):
+        raise AssertionError(f"{name} was called")
+
+    monkeypatch.setattr(obj, name, fail)
+
+
+def test_warm_run_answers_without_building_when_nothing_changed(tree, tmp_path_factory, not_racy, monkeypatch):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    uncached = _run_uncached(root)
+    cold = _run(root, cache)
+    assert cold.cache_status == "cold"
+    _forbid(monkeypatch, check, "build_model")
+    warm = _run(root, cache)
+    assert warm.cache_status == "warm"
+    assert _summary(warm) == _summary(cold) == _summary(uncached) != []
+    assert (warm.files_scanned, warm.files_total) == (cold.files_scanned, cold.files_total)
+
+
+def _run_uncached(root):
+    return _run(root, None)
+
+
+def test_findings_are_reused_without_rules_when_scan_results_are_unchanged(tree, tmp_path_factory, not_racy,
+                                                                          monkeypatch):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    cold = _run(root, cache)
+    m = root / "pkg/srt/m.py"
+    m.write_text(VIOLATION + "# a comment changes nothing a rule sees\n")
+    _forbid(monkeypatch, check, "_evaluate")
+    again = _run(root, cache)
+    assert [(f.path, f.rule, f.imported) for f in again.findings] == [(f.path, f.rule, f.imported) for f in cold.findings]
+
+
+def test_is_seen_when_an_edit_keeps_size_and_mtime_within_the_racy_window(tree, tmp_path_factory):
+    root = tree({"pkg/srt/m.py": CLEAN_SAME_SIZE})
+    cache = tmp_path_factory.mktemp("cache")
+    assert _summary(_run(root, cache)) == []
+    m = root / "pkg/srt/m.py"
+    st = m.stat()
+    m.write_text(VIOLATION)  # same size, same second
+    os.utime(m, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the very same mtime
+    assert m.stat().st_mtime_ns == st.st_mtime_ns and m.stat().st_size == st.st_size
+    assert _summary(_run(root, cache)) == [("pkg/srt/m.py", 2, 1, "removed-module", "pkg.jit_kernel.hicache")]
+
+
+def test_is_seen_when_an_edit_keeps_size_mtime_and_ctime_within_the_racy_window(tree, tmp_path_factory,
+                                                                                monkeypatch):
+    # A filesystem with coarse timestamps: the ctime does not move either. Only the hash of a
+    # file read within `RACY_SECONDS` of its last change can tell.
+    monkeypatch.setattr(model_mod, "_ctime_ns", lambda st: 0)
+    root = tree({"pkg/srt/m.py": CLEAN_SAME_SIZE})
+    cache = tmp_path_factory.mktemp("cache")
+    assert _summary(_run(root, cache)) == []
+    m = root / "pkg/srt/m.py"
+    st = m.stat()
+    m.write_text(VIOLATION)
+    os.utime(m, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _summary(_run(root, cache)) == [("pkg/srt/m.py", 2, 1, "removed-module", "pkg.jit_kernel.hicache")]
+
+
+def test_is_seen_when_an_old_file_is_replaced_keeping_size_and_mtime(tree, tmp_path_factory, not_racy):
+    # Outside the racy window the (mtime, size) pair alone would be trusted; the ctime, which
+    # every write moves (and `utime` cannot set), is what tells.
+    root = tree({"pkg/srt/m.py": CLEAN_SAME_SIZE})
+    m = root / "pkg/srt/m.py"
+    os.utime(m, ns=(10**18, 10**18))
+    cache = tmp_path_factory.mktemp("cache")
+    assert _summary(_run(root, cache)) == []
+    m.write_text(VIOLATION)
+    os.utime(m, ns=(10**18, 10**18))
+    assert _summary(_run(root, cache)) == [("pkg/srt/m.py", 2, 1, "removed-module", "pkg.jit_kernel.hicache")]
+
+
+def test_is_seen_when_a_file_is_added_or_deleted(tree, tmp_path_factory, not_racy):
+    root = tree()
+    cache = tmp_path_factory.mktemp("cache")
+    assert _summary(_run(root, cache)) == []
+    new = root / "pkg/srt/deep/new.py"
+    new.parent.mkdir()
+    new.write_text(VIOLATION)
+    assert _summary(_run(root, cache)) == [("pkg/srt/deep/new.py", 2, 1, "removed-module", "pkg.jit_kernel.hicache")]
+    new.unlink()
+    assert _summary(_run(root, cache)) == []
+
+
+def test_is_seen_when_the_configuration_changes(tree, tmp_path_factory, not_racy):
+    root = tree({"pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels.ops.kvcache import hicache\n"})
+    cache = tmp_path_factory.mktemp("cache")
+    assert [f.rule for f in _run(root, cache).findings] == ["group-boundary"]
+    config = root / ".importlinter"
+    config.write_text(config.read_text().replace(
+        "shared_modules =\n    pkg.kernels.jit\n",
+        "shared_modules =\n    pkg.kernels.jit\nallowed_imports =\n    pkg.kernels.ops.gemm -> pkg.kernels.ops.kvcache\n"))
+    assert _summary(_run(root, cache)) == []
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped_byte"])
+def test_is_rebuilt_when_corrupt(tree, tmp_path_factory, damage, not_racy):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    expected = _summary(_run(root, cache))
+    files = sorted(cache.iterdir())
+    assert {p.suffix for p in files} == {".records", ".stamp"}
+    for p in files:
+        blob = p.read_bytes()
+        if damage == "flipped_byte":  # inside a pickled path: still unpickles, to something wrong
+            at = blob.rindex(b"pkg/srt/m.py") if b"pkg/srt/m.py" in blob else len(blob) - 1
+            blob = blob[:at] + bytes([blob[at] ^ 1]) + blob[at + 1:]
+        p.write_bytes({"truncated": blob[: len(blob) // 2], "garbage": b"\x80not a cache" * 10, "empty": b"",
+                       "flipped_byte": blob}[damage])
+    again = _run(root, cache)
+    assert again.cache_status == "corrupt"
+    assert _summary(again) == expected
+    assert _run(root, cache).cache_status == "warm"  # rewritten whole
+
+
+def test_is_ignored_when_written_by_another_version_of_the_tool(tree, tmp_path_factory, not_racy, monkeypatch):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    expected = _summary(_run(root, cache))
+    monkeypatch.setattr(cache_mod, "_FINGERPRINT", "another version")
+    again = _run(root, cache)
+    assert again.cache_status == "cold" and _summary(again) == expected
+
+
+def test_leaves_no_temporary_files(tree, tmp_path_factory, not_racy):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    for _ in range(3):
+        _run(root, cache)
+        (root / "pkg/srt/m.py").write_text(VIOLATION + "x = 1\n" * len(list(cache.iterdir())))
+    assert not [p for p in cache.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_an_unwritable_cache_directory_only_costs_speed(tree, tmp_path_factory):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    blocker = tmp_path_factory.mktemp("cache") / "file"
+    blocker.write_text("a file where the cache directory should be")
+    assert _summary(_run(root, blocker)) == _summary(_run_uncached(root))
+
+
+def _worker(args):
+    root, cache, rounds = args
+    out = []
+    for _ in range(rounds):
+        out.append(_summary(_run(Path(root), Path(cache))))
+    return out
+
+
+def test_concurrent_runs_sharing_a_cache_agree(tree, tmp_path_factory):
+    root = tree({
+        "pkg/srt/m.py": VIOLATION,
+        "pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels.ops.kvcache.hicache import _private_helper\n",
+    })
+    cache = tmp_path_factory.mktemp("cache")
+    expected = _summary(_run_uncached(root))
+    assert {f[3] for f in expected} == {"removed-module", "group-boundary", "private-import"}
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter each: no state shared but the cache
+    with ctx.Pool(4) as pool:
+        results = pool.map(_worker, [(str(root), str(cache), 3)] * 4)
+    assert all(r == expected for rounds in results for r in rounds)
+    assert _run(root, cache).cache_status == "warm"
+
+
+def _forge(cache_dir: Path, payload: bytes, key: bytes) -> None:
+    import hashlib
+    import hmac
+
+    for p in cache_dir.iterdir():
+        p.write_bytes(cache_mod.MAGIC + hmac.new(key, payload, hashlib.sha256).digest() + payload)
+
+
+def test_is_not_trusted_when_another_key_wrote_it(tree, tmp_path_factory, not_racy):
+    # A cache directory committed to a repository: well formed, but not written by this user.
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    expected = _summary(_run(root, cache))
+    import pickle
+
+    forged = pickle.dumps({"files": {}, "results": {}, "started_at": 0.0, "tool": cache_mod.tool_fingerprint()})
+    _forge(cache, forged, b"\0" * 32)
+    again = _run(root, cache)
+    assert again.cache_status == "corrupt" and _summary(again) == expected
+
+
+class _Payload:
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
+
+
+def test_never_runs_code_from_a_cache_even_one_with_a_valid_key(tree, tmp_path_factory, not_racy):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    expected = _summary(_run(root, cache))
+    import pickle
+
+    _forge(cache, pickle.dumps({"files": _Payload(), "started_at": 0.0}), cache_mod._key())
+    assert _summary(_run(root, cache)) == expected
+    assert not (root / "pwned").exists() and not Path("pwned").exists()
+
+
+def test_runs_of_different_contracts_do_not_mix(tree, tmp_path_factory, not_racy, monkeypatch):
+    from contracts.engine import graph as graph_mod
+
+    root = tree({"pkg/srt/m.py": VIOLATION,
+                 "pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels.ops.kvcache import hicache\n"})
+    cache = tmp_path_factory.mktemp("cache")
+    cfg = config_mod.load(str(root / ".importlinter"))
+    scanned = []
+    real_scan = graph_mod.EdgeScanner.scan
+
+    def spy(self, files):
+        scanned.extend(f.rel for f in files)
+        return real_scan(self, files)
+
+    monkeypatch.setattr(graph_mod.EdgeScanner, "scan", spy)
+    only = check.run(cfg, str(root), cache_dir=str(cache), contract_ids=["removed"])
+    assert [f.rule for f in only.findings] == ["removed-module"]
+    # No graph for a removed_modules contract: only the syntax check of the files naming it.
+    assert sorted(scanned) == ["pkg/srt/m.py", "pkg/srt/mem_cache/host.py"]
+    full = check.run(cfg, str(root), cache_dir=str(cache))
+    assert sorted(f.rule for f in full.findings) == ["group-boundary", "removed-module"]
+    again = check.run(cfg, str(root), cache_dir=str(cache), contract_ids=["removed"])
+    assert _summary(again) == _summary(only)

@@ -1,0 +1,135 @@
+"""Changed-files mode (`namespace-lint PATH ...`, what pre-commit runs): the findings of the whole
+tree in those files only; with a warm cache, only those files are read again and the graph rules
+run on the cached graph with their edges replaced."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contracts import check
+from contracts import config as config_mod
+from contracts.cli import main
+from contracts.engine import model as model_mod
+from tests.contracts.conftest import run_cli
+
+TREE = {
+    "pkg/srt/a.py": "import os\nfrom pkg.jit_kernel import hicache\n",
+    "pkg/srt/b.py": "import pkg.jit_kernel.norm\n",
+    # a chain's middle: not in any group, imports group kvcache
+    "pkg/kernels/util.py": "from pkg.kernels.ops.kvcache import hicache\n",
+}
+
+
+@pytest.fixture
+def not_racy(monkeypatch):
+    monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
+
+
+def _run(root, paths=None, cache=None):
+    cfg = config_mod.load(str(root / ".importlinter"))
+    return check.run(cfg, str(root), paths=[str(root / p) for p in paths] if paths else None,
+                     cache_dir=str(cache) if cache else None)
+
+
+def _found(result):
+    return sorted((f.path, f.line, f.rule, f.imported) for f in result.findings)
+
+
+def test_reports_the_findings_of_the_whole_tree_in_the_given_files_only(tree):
+    root = tree(TREE)
+    full = _found(_run(root))
+    assert {p for p, *_ in full} == {"pkg/srt/a.py", "pkg/srt/b.py"}
+    assert _found(_run(root, ["pkg/srt/a.py"])) == [f for f in full if f[0] == "pkg/srt/a.py"]
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_matches_the_full_run_filtered_with_or_without_a_cache(tree, tmp_path_factory, not_racy, cached):
+    root = tree(TREE)
+    cache = tmp_path_factory.mktemp("cache") if cached else None
+    if cached:
+        _run(root, cache=cache)
+    (root / "pkg/kernels/ops/gemm/fused_a_gemm.py").write_text("from pkg.kernels import util\n")
+    full = _found(_run(root))
+    paths = ["pkg/kernels/ops/gemm/fused_a_gemm.py", "pkg/srt/b.py"]
+    assert _found(_run(root, paths, cache)) == [f for f in full if f[0] in paths]
+    # the chain gemm -> util -> kvcache: the edited file's new edge, the cached rest of the graph
+    assert ("pkg/kernels/ops/gemm/fused_a_gemm.py", 1, "group-boundary", "pkg.kernels.ops.kvcache.hicache") in full
+
+
+def test_scans_only_the_given_files_when_the_cache_is_warm(tree, tmp_path_factory, not_racy, monkeypatch):
+    root = tree(TREE)
+    cache = tmp_path_factory.mktemp("cache")
+    _run(root, cache=cache)
+    (root / "pkg/srt/b.py").write_text("import pkg.jit_kernel.hicache  # edited\n")
+    opened = []
+    real_read = model_mod._read
+
+    def spy(path):
+        opened.append(str(path))
+        return real_read(path)
+
+    monkeypatch.setattr(model_mod, "_read", spy)  # what the scan reads (rules may read more)
+    monkeypatch.setattr(model_mod, "discover", lambda *a: pytest.fail("walked the tree"))
+    checked = []
+    real_unchanged = model_mod._unchanged
+
+    def unchanged(entry, f):
+        checked.append(f.rel)
+        return real_unchanged(entry, f)
+
+    monkeypatch.setattr(model_mod, "_unchanged", unchanged)
+    result = _run(root, ["pkg/srt/b.py"], cache)
+    assert opened == [str(root / "pkg/srt/b.py")]
+    assert checked == ["pkg/srt/b.py"]  # the other files' records are taken as they are
+    assert _found(result) == [("pkg/srt/b.py", 1, "removed-module", "pkg.jit_kernel.hicache")]
+
+
+def test_falls_back_to_a_full_walk_for_a_new_module(tree, tmp_path_factory, not_racy):
+    # A new module can change how other files' imports resolve, so the cached file list is not used.
+    root = tree(TREE)
+    cache = tmp_path_factory.mktemp("cache")
+    _run(root, cache=cache)
+    new = root / "pkg/srt/new.py"
+    new.write_text("from pkg.jit_kernel.utils import x\n")
+    assert _found(_run(root, ["pkg/srt/new.py"], cache)) == [
+        ("pkg/srt/new.py", 1, "removed-module", "pkg.jit_kernel.utils")]
+
+
+def test_a_directory_path_runs_the_whole_tree_filtered(tree, tmp_path_factory, not_racy):
+    root = tree(TREE)
+    cache = tmp_path_factory.mktemp("cache")
+    _run(root, cache=cache)
+    assert _found(_run(root, ["pkg/srt"], cache)) == _found(_run(root, ["pkg/srt"]))
+    assert {p for p, *_ in _found(_run(root, ["pkg/srt"], cache))} == {"pkg/srt/a.py", "pkg/srt/b.py"}
+
+
+def test_files_outside_the_root_packages_have_no_findings(tree, tmp_path_factory, not_racy):
+    root = tree(TREE)
+    (root / "setup.py").write_text("import pkg.jit_kernel\n")
+    cache = tmp_path_factory.mktemp("cache")
+    _run(root, cache=cache)
+    assert _found(_run(root, ["setup.py"], cache)) == []
+
+
+def test_cli_with_changed_files_and_the_default_cache(tree):
+    # As pre-commit runs it: from the repository root, relative paths, the default cache directory.
+    root = tree(TREE)
+    first = run_cli(["pkg/srt/a.py", "pkg/srt/b.py"], cwd=root)
+    assert first.returncode == 1
+    assert [line.split(":")[0] for line in first.stdout.splitlines()[:-1]] == ["pkg/srt/a.py", "pkg/srt/b.py"]
+    assert (root / ".namespace_lint_cache").is_dir()
+    (root / "pkg/srt/a.py").write_text("import os\nfrom pkg.kernels.ops.kvcache import hicache\n")
+    second = run_cli(["pkg/srt/a.py"], cwd=root)
+    assert second.returncode == 0, second.stdout
+    assert second.stdout.strip().endswith("no findings.")
+
+
+def test_cli_reports_changed_files_in_json(tree, capsys):
+    root = tree(TREE)
+    code = main(["--config", str(root / ".importlinter"), "--cache-dir", str(root / "c"), "--format", "json",
+                 str(root / "pkg/srt/b.py")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert [f["path"] for f in json.loads(out)["findings"]] == ["pkg/srt/b.py"]

@@ -1,0 +1,114 @@
+"""Parsing only the top-level statements around the lines with a word (`engine/window.py`) finds
+exactly what parsing the whole file finds."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contracts.engine import window
+from contracts.engine.scan import scan_source
+
+WORDS = (b"jit_kernel",)
+
+# Top-level statements, some naming the word in places a scanner must (or must not) report.
+SNIPPETS = [
+    "import os\n",
+    "from pkg.jit_kernel.hicache import transfer\n",
+    "import pkg.jit_kernel.norm as n\n",
+    "if TYPE_CHECKING:\n    from pkg.jit_kernel import utils\n",
+    'def f():\n    """Uses pkg.jit_kernel.x."""\n    from pkg.jit_kernel.norm import rms\n    return rms\n',
+    '@decorator("pkg.jit_kernel.hicache:fn")\ndef g():\n    pass\n',
+    '@a\n@b(\n    1,\n)\nclass C:\n    x = "pkg.jit_kernel.norm:f"\n\n    def m(self):\n        import pkg.jit_kernel.utils\n',
+    'X = {\n"a": "pkg.jit_kernel.hicache:transfer",\n}\n',
+    'Y = dict(\nkey="pkg.jit_kernel.norm:rms",\n)\n',  # column 0 inside brackets
+    's = """\nfrom pkg.jit_kernel import not_an_import\nimport pkg.jit_kernel.x\n"""\n',
+    "t = '''\ndef fake():\n    import pkg.jit_kernel.y\n'''\n",
+    "try:\n    from pkg.jit_kernel import a\nexcept ImportError:\n    pass\nelse:\n    pass\nfinally:\n    pass\n",
+    "x = 1; import pkg.jit_kernel.norm\n",
+    'z = importlib.import_module(\n    "pkg.jit_kernel.hicache"\n)\n',
+    'w = f"pkg.jit_kernel.{x}"\n',
+    "# a comment about pkg.jit_kernel\n",
+    'q = "pkg.jit_kernel.norm" \\\n    + "x"\n',
+    "if x:\n    pass\nelif y:\n    import pkg.jit_kernel.hicache\nelse:\n    z = 'pkg.jit_kernel.norm'\n",
+    'async def h():\n    await g("pkg.jit_kernel.norm:rms")\n',
+    "class D(\nBase):\n    import pkg.jit_kernel.utils\n",  # column 0 inside brackets
+    'match v:\n    case "pkg.jit_kernel.norm":\n        import pkg.jit_kernel.hicache\n',
+    'u = "a \\\nimport pkg.jit_kernel.z"\n',  # a string continued by a backslash
+    "for i in range(3):\n    from . import jit_kernel\nelse:\n    from .. import jit_kernel\n",
+    "def filler():\n    return [i for i in range(10)]\n",
+    "VALUE = 3\n",
+    "\n\n",
+]
+DOCSTRINGS = ["", '"""Module docs mention pkg.jit_kernel."""\n', "# -*- coding: utf-8 -*-\n", "#!/usr/bin/env python\n"]
+
+
+@pytest.fixture(autouse=True)
+def small_files_too(monkeypatch):
+    monkeypatch.setattr(window, "MIN_BYTES", 0)
+    monkeypatch.setattr(window, "MAX_KEPT", 1.0)
+
+
+def _same(text: str, newline: str) -> str | None:
+    """Asserts the kept text scans like the whole file; returns what happened."""
+    data = text.replace("\n", newline).encode()
+    whole = scan_source(data, "pkg.srt.mod", False, WORDS)
+    kept = window.keep_hot_statements(data, WORDS)
+    if kept is None:
+        return "whole"
+    part = scan_source(kept, "pkg.srt.mod", False, WORDS)
+    assert len(kept.split(b"\n")) == len(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"))
+    if part.error is not None:
+        return "fallback"  # the caller parses the whole file
+    assert whole.error is None
+    assert part.refs == whole.refs
+    return "kept"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(head=st.sampled_from(DOCSTRINGS), body=st.lists(st.sampled_from(SNIPPETS), min_size=1, max_size=25),
+       newline=st.sampled_from(["\n", "\r\n", "\r"]))
+def test_kept_statements_scan_like_the_whole_file(head, body, newline):
+    _same(head + "".join(body), newline)
+
+
+def test_blanks_what_cannot_hold_a_reference():
+    text = '"""Docs."""\nimport os\n\ndef f():\n    return 1\n\nfrom pkg.jit_kernel import a\nVALUE = 2\n'
+    kept = window.keep_hot_statements(text.encode(), WORDS)
+    assert kept.decode().split("\n") == ["pass", "", "", "", "", "", "from pkg.jit_kernel import a", "", ""]
+    assert _same(text, "\n") == "kept"
+
+
+def test_keeps_whole_top_level_statements_around_a_lazy_import():
+    text = "import os\n\n@dec\nclass C:\n    def m(self):\n        import pkg.jit_kernel.utils\n\nX = 1\n"
+    kept = window.keep_hot_statements(text.encode(), WORDS).decode()
+    assert kept.split("\n")[2:6] == ["@dec", "class C:", "    def m(self):", "        import pkg.jit_kernel.utils"]
+    assert _same(text, "\n") == "kept"
+
+
+def test_falls_back_when_column_0_text_sits_inside_brackets():
+    # The statement is cut at `key=...`: what is kept does not parse, so the whole file is.
+    assert _same("import os\nY = dict(\nkey='pkg.jit_kernel.norm:rms')\nZ = 1\n", "\n") == "fallback"
+    # Cut where the piece still parses, it holds the same string at the same place.
+    assert _same("import os\nY = dict(\nkey='pkg.jit_kernel.norm:rms',\nother=1,\n)\n", "\n") == "kept"
+
+
+def test_whole_file_for_small_files(monkeypatch):
+    monkeypatch.setattr(window, "MIN_BYTES", 4096)
+    assert window.keep_hot_statements(b"import pkg.jit_kernel\n", WORDS) is None
+
+
+def test_keeps_a_clause_with_its_statement():
+    text = "import os\ntry:\n    import numpy\nexcept ImportError:\n    from pkg.jit_kernel import a\nX = 1\n"
+    assert _same(text, "\n") == "kept"  # cut at `except`, neither half would parse
+
+
+def test_whole_file_when_a_kept_line_declares_another_encoding():
+    # The docstring names the word, so the kept text starts at line 1, with the declaration.
+    declared = '# -*- coding: latin-1 -*-\n"""Was pkg.jit_kernel."""\nX = "\xe9"\n'
+    assert window.keep_hot_statements(declared.encode("latin-1"), WORDS) is None
+    assert _same(declared.replace("latin-1", "utf-8"), "\n") == "kept"
+    # Before the kept statements, the declaration is blanked with the rest.
+    assert window.keep_hot_statements(b"# coding: latin-1\nimport pkg.jit_kernel.norm\n", WORDS) == \
+        b"\nimport pkg.jit_kernel.norm\n"
