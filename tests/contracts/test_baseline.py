@@ -148,3 +148,16 @@ def test_write_replaces_a_corrupt_file(tmp_path):
     path.write_text("garbage")
     assert baseline.write(str(path), [Finding("a.py", 1, 1, "layer", "pkg.a", "pkg.b", "m")]) == 1
     assert baseline.apply(str(path), []) == ([], [("layer", "pkg.a", "pkg.b")])
+
+
+def test_pre_commit_paths_do_not_report_entries_outside_them_as_gone(tree, capsys):
+    root = tree(OLD)
+    _cli(root, "--write-baseline", str(root / "bl.json"), capsys=capsys)
+    code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), str(root / "pkg/srt/models/m.py"),
+                        capsys=capsys)
+    assert code == 0
+    assert "no longer occurs" not in out
+    # Without PATHs, an entry that really disappeared is still reported.
+    (root / "pkg/kernels/ops/gemm/fused_a_gemm.py").write_text("X = 1\n")
+    code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)
+    assert "baseline entry no longer occurs: group-boundary" in out
