@@ -8,6 +8,7 @@ import torch
 from sglang.kernels import registry
 from sglang.kernels.jit import tolerance
 from sglang.kernels.ops.gemm.fused_a_gemm import fused_a_gemm, fused_a_gemm_ref
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 # The module itself (the package re-exports a function of the same name, which shadows it).
 fused_a_gemm_module = importlib.import_module("sglang.kernels.ops.gemm.fused_a_gemm")
@@ -15,16 +16,6 @@ fused_a_gemm_module = importlib.import_module("sglang.kernels.ops.gemm.fused_a_g
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
-class _LaunchSpy:
-    """Stands in for a @triton.jit kernel and records each launch grid before launching."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-        self.grids = []
-
-    def __getitem__(self, grid):
-        self.grids.append(grid)
-        return self.kernel[grid]
 
 
 def _operands(m, n, k, dtype, seed=0):

@@ -15,19 +15,11 @@ from sglang.kernels.ops.kvcache.hicache import (
     transfer_hicache_one_layer,
     transfer_hicache_one_layer_ref,
 )
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
-class _LaunchSpy:
-    """Stands in for a Triton kernel: counts `kernel[grid](...)` launches and runs the real one."""
-
-    def __init__(self, kernel):
-        self.kernel, self.launches = kernel, 0
-
-    def __getitem__(self, grid):
-        self.launches += 1
-        return self.kernel[grid]
 
 
 @pytest.fixture

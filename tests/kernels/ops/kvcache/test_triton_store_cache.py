@@ -8,19 +8,11 @@ from sglang.kernels.jit import use_triton
 from sglang.kernels.ops import kvcache
 from sglang.kernels.ops.kvcache import triton_store_cache
 from sglang.kernels.ops.kvcache.triton_store_cache import store_cache, store_cache_ref
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
-class _LaunchSpy:
-    """Stands in for a Triton kernel: counts `kernel[grid](...)` launches and runs the real one."""
-
-    def __init__(self, kernel):
-        self.kernel, self.launches = kernel, 0
-
-    def __getitem__(self, grid):
-        self.launches += 1
-        return self.kernel[grid]
 
 
 @pytest.fixture

@@ -9,19 +9,11 @@ from sglang.kernels.jit import tolerance, use_triton
 from sglang.kernels.ops import mamba
 from sglang.kernels.ops.mamba import inkling_sconv
 from sglang.kernels.ops.mamba.inkling_sconv import causal_conv1d, causal_conv1d_ref
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
-class _LaunchSpy:
-    """Stands in for a Triton kernel: counts `kernel[grid](...)` launches and runs the real one."""
-
-    def __init__(self, kernel):
-        self.kernel, self.launches = kernel, 0
-
-    def __getitem__(self, grid):
-        self.launches += 1
-        return self.kernel[grid]
 
 
 @pytest.fixture

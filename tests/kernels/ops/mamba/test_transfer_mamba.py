@@ -11,19 +11,11 @@ from sglang.kernels.ops.mamba.transfer_mamba import (
     transfer_mamba_states,
     transfer_mamba_states_ref,
 )
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
-class _LaunchSpy:
-    """Stands in for a Triton kernel: counts `kernel[grid](...)` launches and runs the real one."""
-
-    def __init__(self, kernel):
-        self.kernel, self.launches = kernel, 0
-
-    def __getitem__(self, grid):
-        self.launches += 1
-        return self.kernel[grid]
 
 
 @pytest.fixture

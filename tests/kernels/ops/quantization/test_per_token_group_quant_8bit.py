@@ -19,6 +19,7 @@ from sglang.kernels.ops.quantization.per_token_group_quant_8bit import (
     per_token_group_quant_8bit,
     per_token_group_quant_8bit_ref,
 )
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 # The module itself (the package re-exports a function of the same name, which shadows it).
 quant_module = importlib.import_module("sglang.kernels.ops.quantization.per_token_group_quant_8bit")
@@ -28,16 +29,6 @@ QUANT_DTYPES = [torch.int8, torch.float8_e4m3fn]
 QMAX = {torch.int8: 127.0, torch.float8_e4m3fn: 448.0}
 
 
-class _LaunchSpy:
-    """Stands in for a @triton.jit kernel and records each launch grid before launching."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-        self.grids = []
-
-    def __getitem__(self, grid):
-        self.grids.append(grid)
-        return self.kernel[grid]
 
 
 def _bits(q):

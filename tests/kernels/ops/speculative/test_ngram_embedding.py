@@ -11,21 +11,12 @@ from sglang.kernels.ops.speculative.ngram_embedding import (
     ngram_embedding,
     ngram_embedding_ref,
 )
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 # The module itself (the package re-exports a function of the same name, which shadows it).
 ngram_module = importlib.import_module("sglang.kernels.ops.speculative.ngram_embedding")
 
 
-class _LaunchSpy:
-    """Stands in for a @triton.jit kernel and records each launch grid before launching."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-        self.grids = []
-
-    def __getitem__(self, grid):
-        self.grids.append(grid)
-        return self.kernel[grid]
 
 
 def _python_rows(ids, num_rows, n, starts=None, pad_id=0, base=NGRAM_HASH_BASE):

@@ -10,21 +10,12 @@ from sglang.kernels.ops.speculative.resolve_future_token_ids import (
     resolve_future_token_ids,
     resolve_future_token_ids_ref,
 )
+from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 # The module itself (the package re-exports a function of the same name, which shadows it).
 resolve_module = importlib.import_module("sglang.kernels.ops.speculative.resolve_future_token_ids")
 
 
-class _LaunchSpy:
-    """Stands in for a @triton.jit kernel and records each launch grid before launching."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-        self.grids = []
-
-    def __getitem__(self, grid):
-        self.grids.append(grid)
-        return self.kernel[grid]
 
 
 def _batch(n, map_size, ids_dtype, map_dtype, seed=0):
