@@ -3,6 +3,7 @@
 Runtime code (`sglang.srt`) does not import this directly: it calls the groups' public surface.
 """
 
+from sglang.kernels.jit.checks import check_index, check_index_range
 from sglang.kernels.jit.device import (
     copy_kernel_device,
     cuda_capability,
@@ -24,6 +25,8 @@ __all__ = [
     "MAX_FUSED_SIZE",
     "TOLERANCES",
     "cdiv",
+    "check_index",
+    "check_index_range",
     "copy_kernel_device",
     "cuda_capability",
     "has_cuda",

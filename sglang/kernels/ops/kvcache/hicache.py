@@ -28,6 +28,8 @@ import triton
 import triton.language as tl
 
 from sglang.kernels.jit import (
+    check_index,
+    check_index_range,
     copy_kernel_device,
     interpreter_enabled,
     next_power_of_2,
@@ -169,35 +171,6 @@ def can_use_write_back_jit_kernel(
     return torch.device(device).type != "cuda" or bool(host_pinned)
 
 
-def _check_index(op: str, name: str, idx: object) -> torch.Tensor:
-    if not isinstance(idx, torch.Tensor):
-        raise ValueError(  # noqa: TRY004 - validation raises ValueError only
-            f"{op}: {name} must be a torch.Tensor, got {type(idx).__name__}"
-        )
-    if idx.dtype != torch.int64 or idx.dim() != 1:
-        raise ValueError(
-            f"{op}: {name} must be a 1-D int64 tensor, got {tuple(idx.shape)} {idx.dtype}"
-        )
-    return idx
-
-
-def _check_range(
-    op: str, name: str, idx: torch.Tensor, size: int, unique: bool
-) -> None:
-    if idx.numel() == 0:
-        return
-    lo, hi = int(idx.min()), int(idx.max())
-    if lo < 0 or hi >= size:
-        raise ValueError(
-            f"{op}: {name} must lie in [0, {size}), got values in [{lo}, {hi}] "
-            f"(shape {tuple(idx.shape)})"
-        )
-    if unique and torch.unique(idx).numel() != idx.numel():
-        raise ValueError(
-            f"{op}: {name} must not repeat a slot (two rows would race for one slot), "
-            f"got {tuple(idx.shape)} with duplicates"
-        )
-
 
 def _row_is_contiguous(t: torch.Tensor, lead: int) -> bool:
     """Whether each slot's row (the dims after the first `lead`) is one contiguous run."""
@@ -260,8 +233,8 @@ def _validate(op: str, lead: int, pools: dict, src_indices, dst_indices) -> None
             f"{op}: {names[3]} must be on {k_dst.device} like {names[2]}, got {v_dst.device}"
         )
 
-    src_indices = _check_index(op, "src_indices", src_indices)
-    dst_indices = _check_index(op, "dst_indices", dst_indices)
+    src_indices = check_index(op, "src_indices", src_indices)
+    dst_indices = check_index(op, "dst_indices", dst_indices)
     if src_indices.numel() != dst_indices.numel():
         raise ValueError(
             f"{op}: dst_indices must have the length of src_indices {tuple(src_indices.shape)}, "
@@ -274,8 +247,8 @@ def _validate(op: str, lead: int, pools: dict, src_indices, dst_indices) -> None
                 f"{op}: {name} must be on a pool's device ({sorted(map(str, pool_devices))}), "
                 f"got {idx.device}"
             )
-    _check_range(op, "src_indices", src_indices, k_src.shape[lead - 1], unique=False)
-    _check_range(op, "dst_indices", dst_indices, k_dst.shape[lead - 1], unique=True)
+    check_index_range(op, "src_indices", src_indices, k_src.shape[lead - 1], unique=False)
+    check_index_range(op, "dst_indices", dst_indices, k_dst.shape[lead - 1], unique=True)
     if src_indices.numel() and (
         _same_storage(k_src, k_dst) or _same_storage(v_src, v_dst)
     ):

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sglang.kernels.jit import copy_kernel_device, next_power_of_2
+from sglang.kernels.jit import check_index, check_index_range, copy_kernel_device, next_power_of_2
 
 # Dtypes the Triton path copies (it loads and stores the element type); others (int8 states,
 # fp8 stored as uint8, ...) take the torch path, which is a byte copy.
@@ -72,36 +72,6 @@ def transfer_mamba_states_ref(src_states, dst_states, src_indices, dst_indices) 
         dst[dst_indices.to(dst.device)] = rows.to(dst.device)
 
 
-def _check_index(name: str, idx: object) -> torch.Tensor:
-    op = "transfer_mamba_states"
-    if not isinstance(idx, torch.Tensor):
-        raise ValueError(  # noqa: TRY004 - validation raises ValueError only
-            f"{op}: {name} must be a torch.Tensor, got {type(idx).__name__}"
-        )
-    if idx.dtype != torch.int64 or idx.dim() != 1:
-        raise ValueError(
-            f"{op}: {name} must be a 1-D int64 tensor, got {tuple(idx.shape)} {idx.dtype}"
-        )
-    return idx
-
-
-def _check_range(name: str, idx: torch.Tensor, size: int, unique: bool) -> None:
-    op = "transfer_mamba_states"
-    if idx.numel() == 0:
-        return
-    lo, hi = int(idx.min()), int(idx.max())
-    if lo < 0 or hi >= size:
-        raise ValueError(
-            f"{op}: {name} must lie in [0, {size}), got values in [{lo}, {hi}] "
-            f"(shape {tuple(idx.shape)})"
-        )
-    if unique and torch.unique(idx).numel() != idx.numel():
-        raise ValueError(
-            f"{op}: {name} must not repeat a slot (two copies would race for one slot), "
-            f"got {tuple(idx.shape)} with duplicates"
-        )
-
-
 def _slot_is_contiguous(t: torch.Tensor) -> bool:
     if t.numel() == 0:
         return True
@@ -149,8 +119,8 @@ def _validate(srcs: list, dsts: list, src_indices, dst_indices) -> None:
                     f"{op}: {name}[{j}] must have {ref.shape[0]} slots on {ref.device} like "
                     f"{name}[0], got {tuple(t.shape)} on {t.device}"
                 )
-    src_indices = _check_index("src_indices", src_indices)
-    dst_indices = _check_index("dst_indices", dst_indices)
+    src_indices = check_index(op, "src_indices", src_indices)
+    dst_indices = check_index(op, "dst_indices", dst_indices)
     if src_indices.numel() != dst_indices.numel():
         raise ValueError(
             f"{op}: dst_indices must have the length of src_indices {tuple(src_indices.shape)}, "
@@ -163,8 +133,8 @@ def _validate(srcs: list, dsts: list, src_indices, dst_indices) -> None:
                 f"{op}: {name} must be on a pool's device ({sorted(map(str, pool_devices))}), "
                 f"got {idx.device}"
             )
-    _check_range("src_indices", src_indices, srcs[0].shape[0], unique=False)
-    _check_range("dst_indices", dst_indices, dsts[0].shape[0], unique=True)
+    check_index_range(op, "src_indices", src_indices, srcs[0].shape[0], unique=False)
+    check_index_range(op, "dst_indices", dst_indices, dsts[0].shape[0], unique=True)
     same_pool = any(
         s.untyped_storage().data_ptr() == d.untyped_storage().data_ptr()
         for s, d in zip(srcs, dsts)
