@@ -71,17 +71,20 @@ class EdgeScanner:
         self._native_args = None
         self._native_broken = False
 
-    def scan(self, files: list[SourceFile]) -> tuple[dict[str, list[tuple]], dict[str, str]]:
+    def scan(self, files: list[SourceFile], decoded=frozenset()) -> tuple[dict[str, list[tuple]], dict[str, str]]:
         """Edges (imported, line, contents) of each file in `files`, by importer module.
 
         Files the scanner rejects come back in the second dict as module -> reason (the caller
-        reports them as parse errors).
+        reports them as parse errors). Modules in `decoded` (a declared encoding other than
+        UTF-8, or identifiers Python NFKC-normalizes) are read with `ast`, which decodes them as
+        Python does; grimp's scanner would read their raw bytes.
         """
         edges: dict[str, list[tuple]] = {}
         failed: dict[str, str] = {}
         native, others = [], []
         for f in files:
-            (native if _identifier_module(f.module) and not self._too_deep(f) else others).append(f)
+            native_ok = _identifier_module(f.module) and f.module not in decoded and not self._too_deep(f)
+            (native if native_ok else others).append(f)
         if native and not self._native_broken:
             try:
                 edges.update(self._native(native, failed))

@@ -34,12 +34,13 @@ from contracts.engine.discover import Discovery, SourceFile, discover
 from contracts.engine.graph import Edge, EdgeScanner, is_plain_import, names_from_text, statement_names
 from contracts.engine.resolve import is_under
 
-SCAN_VERSION = "4"  # 4: records carry flags, ctime and read time; edges only of graph modules
+SCAN_VERSION = "5"  # 5: the DECODED flag; 4: records carry flags, ctime and read time
 
 # A record, one per file (a list, pickled): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
 SEMANTIC = slice(FLAGS, NAMES + 1)  # what the rules see of a record
-AST, GRAPH = 1, 2  # FLAGS: parse it with ast (names a removed module); scan its edges
+AST, GRAPH, DECODED = 1, 2, 4  # FLAGS: parse it with ast (names a removed module); scan its
+# edges; Python decodes it otherwise than grimp's scanner does (its edges come from ast)
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
     graph_files = [f for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH and needs_edges(f)]
     batch = graph_files + [by_rel[rel] for rel in pending
                            if not records[rel][FLAGS] & GRAPH and records[rel][ERROR] is None]
-    edges, failed = scanner.scan(batch) if batch else ({}, {})
+    decoded = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & DECODED}
+    edges, failed = scanner.scan(batch, decoded) if batch else ({}, {})
     _scan_ast(records, pending, by_rel, plan, parsed=set(edges))
     store_edges(graph_files, edges, failed)
 
@@ -238,7 +240,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
                     missing.append(imported)
             todo = [known[m] for m in missing if m in known and needs_edges(known[m])]
             if todo:
-                store_edges(todo, *scanner.scan(todo))
+                store_edges(todo, *scanner.scan(todo, decoded))
             frontier = missing
         graph_set |= reached
 
@@ -274,17 +276,18 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
 
 
 def _classify(module: str, data: bytes, plan: ScanPlan, searchable) -> int:
-    """AST | GRAPH: what to do with a file of this content."""
+    """AST | GRAPH | DECODED: what to do with a file of this content."""
     ast_hit = any(w in data for w in plan.ast_words) or any(is_under(module, p) for p in plan.ast_prefixes)
     graph_hit = any(w in data for w in plan.graph_words) or any(is_under(module, p) for p in plan.graph_prefixes)
-    if not (ast_hit and graph_hit):
-        # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers);
-        # the raw bytes above settle most files without decoding them.
-        hay = searchable(data)
-        if hay is not data:
-            ast_hit = ast_hit or any(w in hay for w in plan.ast_words)
-            graph_hit = graph_hit or any(w in hay for w in plan.graph_words)
-    return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0)
+    # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers); for
+    # ASCII source without a declaration (nearly every file) that is `data` itself, at once.
+    hay = searchable(data)
+    decoded = hay is not data
+    if decoded:
+        ast_hit = ast_hit or any(w in hay for w in plan.ast_words)
+        graph_hit = graph_hit or any(w in hay for w in plan.graph_words)
+    # grimp's scanner reads raw UTF-8: a file Python reads otherwise gets its edges from `ast`.
+    return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0)
 
 
 def _scan_ast(records, pending, by_rel, plan: ScanPlan, parsed: set[str]) -> None:

@@ -142,3 +142,15 @@ def test_parse_error_is_reported_and_the_rest_is_still_checked(tree):
     assert code == 1
     assert _rules(data, "parse-error") == [("pkg/srt/broken.py", 2, "pkg.srt.broken", "")]
     assert _rules(data, "removed-module") == [("pkg/srt/ok.py", 1, "pkg.srt.ok", "pkg.jit_kernel.norm")]
+
+
+def test_graph_edges_of_files_python_decodes_differently_are_not_lost(tree):
+    # Python NFKC-normalizes identifiers: `ｋernels` is `kernels`; grimp's scanner reads raw UTF-8.
+    root = tree({"pkg/srt/wide.py": "from pkg.\uff4bernels.ops.kvcache.hicache import _private_helper\n",
+                 "pkg/srt/seven.py": "# -*- coding: utf-7 -*-\nfrom pkg.kernels.ops.kvcache import +AF8-tiles\n",
+                 "pkg/kernels/ops/kvcache/_tiles.py": "T = 1\n"})
+    _, data = run_json(root)
+    assert _rules(data, "private-import") == [
+        ("pkg/srt/seven.py", 2, "pkg.srt.seven", "pkg.kernels.ops.kvcache._tiles"),
+        ("pkg/srt/wide.py", 1, "pkg.srt.wide", "pkg.kernels.ops.kvcache.hicache._private_helper"),
+    ]
