@@ -248,9 +248,9 @@ def test_runs_of_different_contracts_do_not_mix(tree, tmp_path_factory, not_racy
     scanned = []
     real_scan = graph_mod.EdgeScanner.scan
 
-    def spy(self, files):
+    def spy(self, files, *args):
         scanned.extend(f.rel for f in files)
-        return real_scan(self, files)
+        return real_scan(self, files, *args)
 
     monkeypatch.setattr(graph_mod.EdgeScanner, "scan", spy)
     only = check.run(cfg, str(root), cache_dir=str(cache), contract_ids=["removed"])
