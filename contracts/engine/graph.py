@@ -192,7 +192,8 @@ def nearest_module(name: str, known) -> str | None:
 
 def edges_from_refs(refs, known, data: bytes | None = None) -> list[tuple]:
     """Edges from the engine's own scan, resolved against `known` as grimp resolves them."""
-    lines = data.decode("utf-8", "replace").splitlines() if data is not None else []
+    # bytes.splitlines breaks where Python does (\n, \r, \r\n), str.splitlines also at \f, \x85, ...
+    lines = [b.decode("utf-8", "replace") for b in data.splitlines()] if data is not None else []
     out = set()
     for ref in refs:
         if ref.kind not in ("import", "from"):

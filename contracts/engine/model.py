@@ -334,7 +334,7 @@ def _names_for(f: SourceFile, edges, prefixes) -> dict | None:
             if lines is None:
                 try:
                     with open(f.path, "rb") as fh:
-                        lines = fh.read().decode("utf-8", "replace").splitlines()
+                        lines = [b.decode("utf-8", "replace") for b in fh.read().splitlines()]
                 except OSError:
                     lines = []
             names = statement_names(lines, line)

@@ -20,7 +20,7 @@ def col_of(model: Model, module: str, line: int) -> int:
     if lines is None:
         try:
             with open(f.path, "rb") as fh:
-                lines = fh.read().decode("utf-8", "replace").splitlines()
+                lines = [b.decode("utf-8", "replace") for b in fh.read().splitlines()]  # physical lines only
         except OSError:
             lines = []
         cache[f.path] = lines

@@ -154,3 +154,12 @@ def test_graph_edges_of_files_python_decodes_differently_are_not_lost(tree):
         ("pkg/srt/seven.py", 2, "pkg.srt.seven", "pkg.kernels.ops.kvcache._tiles"),
         ("pkg/srt/wide.py", 1, "pkg.srt.wide", "pkg.kernels.ops.kvcache.hicache._private_helper"),
     ]
+
+
+def test_graph_findings_count_lines_as_python_does(tree):
+    # A form feed in a comment is not a line break for Python (str.splitlines thinks it is).
+    root = tree({"pkg/kernels/ops/gemm/fused_a_gemm.py":
+                 "# a\x0cb\nif True:\n    from pkg.kernels.ops.layernorm.norm import rmsnorm\n"})
+    _, data = run_json(root)
+    [finding] = [f for f in data["findings"] if f["rule"] == "group-boundary"]
+    assert (finding["line"], finding["col"]) == (3, 5)
