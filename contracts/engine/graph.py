@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from contracts.engine.discover import SourceFile
-from contracts.engine.resolve import is_under
+from contracts.engine.resolve import is_under, physical_lines
 
 # How many physical lines one import statement may span before we stop looking for its end.
 MAX_STATEMENT_LINES = 200
@@ -192,8 +192,7 @@ def nearest_module(name: str, known) -> str | None:
 
 def edges_from_refs(refs, known, data: bytes | None = None) -> list[tuple]:
     """Edges from the engine's own scan, resolved against `known` as grimp resolves them."""
-    # bytes.splitlines breaks where Python does (\n, \r, \r\n), str.splitlines also at \f, \x85, ...
-    lines = [b.decode("utf-8", "replace") for b in data.splitlines()] if data is not None else []
+    lines = physical_lines(data) if data is not None else []
     out = set()
     for ref in refs:
         if ref.kind not in ("import", "from"):

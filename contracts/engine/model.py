@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from contracts.engine.cache import RACY_SECONDS, Cache, content_digest
 from contracts.engine.discover import Discovery, SourceFile, discover
 from contracts.engine.graph import Edge, EdgeScanner, is_plain_import, names_from_text, statement_names
-from contracts.engine.resolve import is_under
+from contracts.engine.resolve import is_under, physical_lines
 
 SCAN_VERSION = "5"  # 5: the DECODED flag; 4: records carry flags, ctime and read time
 
@@ -277,16 +277,25 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
 
 def _classify(module: str, data: bytes, plan: ScanPlan, searchable) -> int:
     """AST | GRAPH | DECODED: what to do with a file of this content."""
-    ast_hit = any(w in data for w in plan.ast_words) or any(is_under(module, p) for p in plan.ast_prefixes)
-    graph_hit = any(w in data for w in plan.graph_words) or any(is_under(module, p) for p in plan.graph_prefixes)
+    from contracts.engine.scan import declared_encoding
+
+    raw_ast = any(w in data for w in plan.ast_words)
+    raw_graph = any(w in data for w in plan.graph_words)
+    ast_hit = raw_ast or any(is_under(module, p) for p in plan.ast_prefixes)
+    graph_hit = raw_graph or any(is_under(module, p) for p in plan.graph_prefixes)
     # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers); for
     # ASCII source without a declaration (nearly every file) that is `data` itself, at once.
     hay = searchable(data)
-    decoded = hay is not data
-    if decoded:
-        ast_hit = ast_hit or any(w in hay for w in plan.ast_words)
-        graph_hit = graph_hit or any(w in hay for w in plan.graph_words)
-    # grimp's scanner reads raw UTF-8: a file Python reads otherwise gets its edges from `ast`.
+    decoded = False
+    if hay is not data:
+        hay_ast = any(w in hay for w in plan.ast_words)
+        hay_graph = any(w in hay for w in plan.graph_words)
+        # grimp's scanner reads raw UTF-8: a file in another declared encoding, or one whose
+        # words appear only once normalized, gets its edges from `ast`. (Prose in fullwidth
+        # punctuation, common in comments, changes under NFKC but needs no such detour.)
+        decoded = declared_encoding(data) is not None or (hay_ast and not raw_ast) or (
+            hay_graph and not raw_graph)
+        ast_hit, graph_hit = ast_hit or hay_ast, graph_hit or hay_graph
     return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0)
 
 
@@ -334,7 +343,7 @@ def _names_for(f: SourceFile, edges, prefixes) -> dict | None:
             if lines is None:
                 try:
                     with open(f.path, "rb") as fh:
-                        lines = [b.decode("utf-8", "replace") for b in fh.read().splitlines()]
+                        lines = physical_lines(fh.read())
                 except OSError:
                     lines = []
             names = statement_names(lines, line)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def package_of(module: str, is_package: bool) -> str:
     """The package a relative import in `module` is relative to."""
@@ -28,3 +30,15 @@ def resolve_relative(module: str, is_package: bool, level: int, name: str | None
 
 def is_under(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
+
+
+_PHYSICAL_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def physical_lines(data: bytes) -> list[str]:
+    """The lines of `data` as Python numbers them: broken at \\n, \\r and \\r\\n only
+    (`str.splitlines` also breaks at form feeds, \\x85 and U+2028)."""
+    lines = _PHYSICAL_LINE_BREAK.split(data.decode("utf-8", "replace"))
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines

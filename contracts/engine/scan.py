@@ -67,7 +67,7 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _declared_encoding(data: bytes) -> str | None:
+def declared_encoding(data: bytes) -> str | None:
     """The encoding a PEP 263 cookie declares, when it is not UTF-8 (None otherwise)."""
     first = data.find(b"\n")
     second = data.find(b"\n", first + 1) if first >= 0 else -1
@@ -89,16 +89,21 @@ def searchable(data: bytes) -> bytes:
     (`import pkg.jit_ｋernel` imports `pkg.jit_kernel`). Physical lines are kept, so line `n` of
     the result is line `n` of the file. Undecodable data is returned as it is.
     """
-    encoding = _declared_encoding(data)
+    encoding = declared_encoding(data)
     if encoding is None and data.isascii():
         return data
     try:
         text = data.decode(encoding or "utf-8")
     except (UnicodeDecodeError, LookupError):
         return data
-    if unicodedata.is_normalized("NFKC", text):  # most non-ASCII files: prose in comments
-        return data if encoding is None else text.encode("utf-8")
-    return unicodedata.normalize("NFKC", text).encode("utf-8")
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    elif encoding is None:  # most non-ASCII files: prose in comments
+        return data
+    out = text.encode("utf-8")
+    # Callers test `is data` to learn whether Python reads other bytes than the file holds
+    # (a `# coding: utf-8` declaration changes nothing).
+    return data if out == data else out
 
 
 NUL = b"\0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contracts.engine.model import Model
+from contracts.engine.resolve import physical_lines
 
 
 def rel_of(model: Model, module: str) -> str:
@@ -20,7 +21,7 @@ def col_of(model: Model, module: str, line: int) -> int:
     if lines is None:
         try:
             with open(f.path, "rb") as fh:
-                lines = [b.decode("utf-8", "replace") for b in fh.read().splitlines()]  # physical lines only
+                lines = physical_lines(fh.read())
         except OSError:
             lines = []
         cache[f.path] = lines
