@@ -23,7 +23,7 @@ import itertools
 import operator
 import re
 
-from contracts.engine.scan import decode_source, searchable
+from contracts.engine.scan import decode_source, hot_lines, searchable
 
 # Below this many bytes a whole parse costs less than finding the statements (~1 ms).
 MIN_BYTES = 4096
@@ -45,28 +45,12 @@ _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
 
 
-def hot_lines(hay: bytes, words: tuple[bytes, ...]) -> list[int]:
-    """0-based numbers of the lines (as `bytes.splitlines` counts them) containing a word."""
-    if b"\r" in hay:
-        return [n for n, line in enumerate(hay.splitlines()) if any(w in line for w in words)]
-    found = set()
-    for w in words:
-        pos = hay.find(w)
-        line, counted = 0, 0
-        while pos >= 0:
-            line += hay.count(b"\n", counted, pos)
-            counted = pos
-            found.add(line)
-            pos = hay.find(w, hay.find(b"\n", pos) + 1 or len(hay))
-    return sorted(found)
-
-
 def keep_hot_statements(data: bytes, words: tuple[bytes, ...]) -> bytes | None:
     """`data` (a Python file) with every line outside the top-level statements that span a line
     containing one of `words` blanked, as UTF-8; None when the whole file should be parsed."""
     if len(data) < MIN_BYTES:
         return None
-    hot = hot_lines(searchable(data), words)
+    hot = [n - 1 for n in hot_lines(searchable(data), words)]  # 0-based here
     if not hot:
         return None
     try:
