@@ -15,10 +15,9 @@ import torch
 import triton
 import triton.language as tl
 
-from sglang.kernels.jit import cdiv, interpreter_enabled, next_power_of_2, use_triton
+from sglang.kernels.jit import cdiv, next_power_of_2, use_triton
+from sglang.kernels.ops.gemm._operands import check_operands, dot_in_fp32
 
-# fp16 / bf16 / fp32: the dtypes tl.dot takes (after the fp32 upcast below) and the tests cover.
-_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # tl.dot needs every tile dimension >= 16; 16 rows is also one decode batch of the fused A
 # projection, so small M wastes no rows.
 _MIN_BLOCK_M = 16
@@ -46,7 +45,7 @@ def _fused_a_gemm_kernel(
     w_row_stride,
     w_col_stride,
     out_row_stride,
-    DOT_FP32: tl.constexpr,  # upcast operands and take an IEEE fp32 dot (see `_dot_in_fp32`)
+    DOT_FP32: tl.constexpr,  # upcast operands and take an IEEE fp32 dot (see `_operands.dot_in_fp32`)
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -89,36 +88,9 @@ def fused_a_gemm_ref(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return (x.float() @ weight.float().T).to(x.dtype)
 
 
-def _dot_in_fp32(dtype: torch.dtype) -> bool:
-    """Whether the kernel upcasts its tiles and takes an IEEE fp32 dot.
-
-    fp32 inputs: always, since tl.dot would otherwise round them to tf32 (10-bit mantissa) on the
-    GPU. Under the CPU interpreter: always, since its bf16 dot is wrong (Triton 3.9, measured).
-    fp16/bf16 on the GPU: never; their products are exact in the fp32 accumulator either way, so
-    the tensor-core dot gives the same sums.
-    """
-    return dtype == torch.float32 or interpreter_enabled()
-
-
 def fused_a_gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """x [M, K] @ weight[N, K].T -> [M, N] in x's dtype, accumulated in fp32."""
-    if x.dim() != 2:
-        raise ValueError(f"fused_a_gemm: x must be 2-D [M, K], got {tuple(x.shape)}")
-    if weight.dim() != 2:
-        raise ValueError(f"fused_a_gemm: weight must be 2-D [N, K], got {tuple(weight.shape)}")
-    if weight.shape[1] != x.shape[1]:
-        raise ValueError(
-            f"fused_a_gemm: weight must have K = {x.shape[1]} columns like x, "
-            f"got {tuple(weight.shape)}"
-        )
-    if x.dtype not in _SUPPORTED_DTYPES:
-        raise ValueError(f"fused_a_gemm: x must be fp16, bf16 or fp32, got {x.dtype}")
-    if weight.dtype != x.dtype:
-        raise ValueError(f"fused_a_gemm: weight must have x's dtype {x.dtype}, got {weight.dtype}")
-    if weight.device != x.device:
-        raise ValueError(
-            f"fused_a_gemm: weight must be on x's device {x.device}, got {weight.device}"
-        )
+    check_operands("fused_a_gemm", x, weight)
     m, k = x.shape
     n = weight.shape[0]
     if m == 0 or n == 0 or k == 0:
@@ -140,7 +112,7 @@ def fused_a_gemm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         weight.stride(0),
         weight.stride(1),
         out.stride(0),
-        DOT_FP32=_dot_in_fp32(x.dtype),
+        DOT_FP32=dot_in_fp32(x.dtype),
         BLOCK_M=block_m,
         BLOCK_N=_BLOCK_N,
         BLOCK_K=_BLOCK_K,

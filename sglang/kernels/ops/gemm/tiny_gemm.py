@@ -16,13 +16,12 @@ import torch
 import triton
 import triton.language as tl
 
-from sglang.kernels.jit import cdiv, interpreter_enabled, next_power_of_2, use_triton
+from sglang.kernels.jit import cdiv, next_power_of_2, use_triton
+from sglang.kernels.ops.gemm._operands import check_operands, dot_in_fp32
 
 # The largest N one program holds: a 16 x 256 fp32 accumulator is 32 registers per thread at
 # 4 warps; 256 also covers the expert counts of current MoE routers (DeepSeek-V3: 256).
 TINY_GEMM_MAX_N = 256
-# fp16 / bf16 / fp32: the dtypes tl.dot takes (after the fp32 upcast below) and the tests cover.
-_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # 16 rows per program: tl.dot's smallest tile dimension, and a decode batch fits one program.
 _BLOCK_M = 16
 # tl.dot needs every tile dimension >= 16, so a smaller N is padded (masked) up to 16.
@@ -48,7 +47,7 @@ def _tiny_gemm_kernel(
     w_col_stride,
     out_row_stride,
     HAS_BIAS: tl.constexpr,
-    DOT_FP32: tl.constexpr,  # upcast operands and take an IEEE fp32 dot (see `_dot_in_fp32`)
+    DOT_FP32: tl.constexpr,  # upcast operands and take an IEEE fp32 dot (see `_operands.dot_in_fp32`)
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,  # next power of two >= N: the program computes every column
     BLOCK_K: tl.constexpr,
@@ -96,41 +95,17 @@ def tiny_gemm_ref(
     return out.to(x.dtype)
 
 
-def _dot_in_fp32(dtype: torch.dtype) -> bool:
-    """Whether the kernel upcasts its tiles and takes an IEEE fp32 dot.
-
-    fp32 inputs: always, since tl.dot would otherwise round them to tf32 on the GPU. Under the
-    CPU interpreter: always, since its bf16 dot is wrong (Triton 3.9, measured). fp16/bf16 on the
-    GPU: never; their products are exact in the fp32 accumulator either way.
-    """
-    return dtype == torch.float32 or interpreter_enabled()
-
-
 def tiny_gemm(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
     """x [M, K] @ weight[N, K].T (+ bias [N]) -> [M, N] in x's dtype, for N <= TINY_GEMM_MAX_N."""
-    if x.dim() != 2:
-        raise ValueError(f"tiny_gemm: x must be 2-D [M, K], got {tuple(x.shape)}")
-    if weight.dim() != 2:
-        raise ValueError(f"tiny_gemm: weight must be 2-D [N, K], got {tuple(weight.shape)}")
-    if weight.shape[1] != x.shape[1]:
-        raise ValueError(
-            f"tiny_gemm: weight must have K = {x.shape[1]} columns like x, "
-            f"got {tuple(weight.shape)}"
-        )
+    check_operands("tiny_gemm", x, weight)
     n = weight.shape[0]
     if n > TINY_GEMM_MAX_N:
         raise ValueError(
             f"tiny_gemm: weight must have at most {TINY_GEMM_MAX_N} rows (N, the output width "
             f"one program holds), got {tuple(weight.shape)}; use fused_a_gemm for a wide N"
         )
-    if x.dtype not in _SUPPORTED_DTYPES:
-        raise ValueError(f"tiny_gemm: x must be fp16, bf16 or fp32, got {x.dtype}")
-    if weight.dtype != x.dtype:
-        raise ValueError(f"tiny_gemm: weight must have x's dtype {x.dtype}, got {weight.dtype}")
-    if weight.device != x.device:
-        raise ValueError(f"tiny_gemm: weight must be on x's device {x.device}, got {weight.device}")
     if bias is not None:
         if bias.shape != (n,):
             raise ValueError(f"tiny_gemm: bias must have shape ({n},), got {tuple(bias.shape)}")
@@ -159,7 +134,7 @@ def tiny_gemm(
         weight.stride(1),
         out.stride(0),
         HAS_BIAS=bias is not None,
-        DOT_FP32=_dot_in_fp32(x.dtype),
+        DOT_FP32=dot_in_fp32(x.dtype),
         BLOCK_M=_BLOCK_M,
         BLOCK_N=max(next_power_of_2(n), _MIN_BLOCK_N),
         BLOCK_K=_BLOCK_K,
