@@ -34,7 +34,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ExpressionContext, ExpressionContextProvider, MetadataWrapper, PositionProvider
 
+from contracts.engine.files import atomic_write
 from contracts.engine.resolve import is_under, resolve_relative
 from contracts.findings import Finding
 
@@ -644,21 +644,7 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result) -> None:
         raise PermissionError(f"{path} is read-only")
     if (st.st_mtime_ns, st.st_size) != (expected.st_mtime_ns, expected.st_size):
         raise OSError(f"{path} changed while it was being fixed; run again")
-    directory, name = os.path.split(real)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".fix")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(real, data, mode=st.st_mode, fsync=True)
 
 
 def _plural(n: int, word: str) -> str:

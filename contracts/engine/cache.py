@@ -30,6 +30,8 @@ import os
 import pickle
 import sys
 
+from contracts.engine.files import atomic_write
+
 MAGIC = b"namespace-lint-cache-v3\n"
 # A file whose mtime is this close to the start of the run that read it is confirmed by its
 # hash: filesystems with coarse timestamps (1 s on some, 2 s on FAT) can hide a second edit.
@@ -153,19 +155,7 @@ class Cache:
         payload = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             os.makedirs(self.directory, exist_ok=True)
-            # A name no other run uses (pid + random), then an atomic rename over the old file.
-            tmp = os.path.join(self.directory, f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(MAGIC + _mac(payload) + payload)
-                os.replace(tmp, self.path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic_write(self.path, MAGIC + _mac(payload) + payload)  # mkstemp: a name no other run uses
         except OSError:
             pass  # a cache that cannot be written only costs speed next time
 

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 
 from contracts.engine.cache import RACY_SECONDS, Cache, content_digest
 from contracts.engine.discover import Discovery, SourceFile, discover
+from contracts.engine.files import read_lines
 from contracts.engine.graph import Edge, EdgeScanner, is_plain_import, names_from_text, statement_names
-from contracts.engine.resolve import is_under, physical_lines
+from contracts.engine.resolve import is_under
 
 SCAN_VERSION = "5"  # 5: the DECODED flag; 4: records carry flags, ctime and read time
 
@@ -341,11 +342,7 @@ def _names_for(f: SourceFile, edges, prefixes) -> dict | None:
         names = names_from_text(contents)
         if names is None and not is_plain_import(contents):
             if lines is None:
-                try:
-                    with open(f.path, "rb") as fh:
-                        lines = physical_lines(fh.read())
-                except OSError:
-                    lines = []
+                lines = read_lines(f.path)
             names = statement_names(lines, line)
         out[line] = names
     return out

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from contracts.engine.files import read_lines
 from contracts.engine.model import Model
-from contracts.engine.resolve import physical_lines
 
 
 def rel_of(model: Model, module: str) -> str:
@@ -19,12 +19,7 @@ def col_of(model: Model, module: str, line: int) -> int:
     cache = model.__dict__.setdefault("_lines", {})
     lines = cache.get(f.path)
     if lines is None:
-        try:
-            with open(f.path, "rb") as fh:
-                lines = physical_lines(fh.read())
-        except OSError:
-            lines = []
-        cache[f.path] = lines
+        lines = cache[f.path] = read_lines(f.path)
     if 0 < line <= len(lines):
         text = lines[line - 1]
         return len(text) - len(text.lstrip()) + 1
