@@ -17,3 +17,10 @@ class LaunchSpy:
     def __getitem__(self, grid):
         self.grids.append(grid)
         return self.kernel[grid]
+
+
+def spy_launches(monkeypatch, module, kernel_name: str) -> list:
+    """Replace `module.<kernel_name>` by a LaunchSpy; return the list its launch grids go to."""
+    spy = LaunchSpy(getattr(module, kernel_name))
+    monkeypatch.setattr(module, kernel_name, spy)
+    return spy.grids

@@ -8,6 +8,7 @@ import torch
 from sglang.kernels import registry
 from sglang.kernels.jit import tolerance, use_triton
 from sglang.kernels.ops.layernorm.fused_eh_norm import fused_eh_norm, fused_eh_norm_ref
+from tests.kernels.spy import spy_launches as _spy_launches
 
 # By module path: the group's `__init__` re-exports the function under the module's own name.
 fused_eh_norm_module = importlib.import_module("sglang.kernels.ops.layernorm.fused_eh_norm")
@@ -22,20 +23,6 @@ def _inputs(n_rows, n_cols, dtype, seed=0):
     enorm_weight = (1 + 0.5 * torch.randn(n_cols, generator=gen)).to(dtype)
     hnorm_weight = (1 + 0.5 * torch.randn(n_cols, generator=gen)).to(dtype)
     return embedding, hidden, enorm_weight, hnorm_weight
-
-
-def _spy_launches(monkeypatch, module, kernel_name):
-    """Replace `module.<kernel_name>` by a proxy that records each launch grid and launches."""
-    kernel = getattr(module, kernel_name)
-    grids = []
-
-    class _Spy:
-        def __getitem__(self, grid):
-            grids.append(grid)
-            return kernel[grid]
-
-    monkeypatch.setattr(module, kernel_name, _Spy())
-    return grids
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -8,6 +8,7 @@ import torch
 from sglang.kernels import registry
 from sglang.kernels.jit import tolerance, use_triton
 from sglang.kernels.ops.layernorm.norm import fused_add_rmsnorm, fused_add_rmsnorm_ref
+from tests.kernels.spy import spy_launches as _spy_launches
 
 norm_module = importlib.import_module("sglang.kernels.ops.layernorm.norm")
 
@@ -20,20 +21,6 @@ def _inputs(shape, dtype, seed=0):
     residual = (2 * torch.randn(shape, generator=gen)).to(dtype)
     weight = (1 + 0.5 * torch.randn(shape[-1], generator=gen)).to(dtype)
     return x, residual, weight
-
-
-def _spy_launches(monkeypatch, module, kernel_name):
-    """Replace `module.<kernel_name>` by a proxy that records each launch grid and launches."""
-    kernel = getattr(module, kernel_name)
-    grids = []
-
-    class _Spy:
-        def __getitem__(self, grid):
-            grids.append(grid)
-            return kernel[grid]
-
-    monkeypatch.setattr(module, kernel_name, _Spy())
-    return grids
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

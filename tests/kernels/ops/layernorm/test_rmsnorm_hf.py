@@ -8,6 +8,7 @@ import torch
 from sglang.kernels import registry
 from sglang.kernels.jit import tolerance, use_triton
 from sglang.kernels.ops.layernorm.rmsnorm_hf import rmsnorm_hf, rmsnorm_hf_ref
+from tests.kernels.spy import spy_launches as _spy_launches
 
 # By module path: the group's `__init__` re-exports the function under the module's own name.
 rmsnorm_hf_module = importlib.import_module("sglang.kernels.ops.layernorm.rmsnorm_hf")
@@ -20,20 +21,6 @@ def _inputs(shape, dtype, weight_dtype=None, seed=0):
     x = (torch.randn(shape, generator=gen) * 3).to(dtype)
     weight = (1 + 0.5 * torch.randn(shape[-1], generator=gen)).to(weight_dtype or dtype)
     return x, weight
-
-
-def _spy_launches(monkeypatch, module, kernel_name):
-    """Replace `module.<kernel_name>` by a proxy that records each launch grid and launches."""
-    kernel = getattr(module, kernel_name)
-    grids = []
-
-    class _Spy:
-        def __getitem__(self, grid):
-            grids.append(grid)
-            return kernel[grid]
-
-    monkeypatch.setattr(module, kernel_name, _Spy())
-    return grids
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
