@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from _kernel_bench import median_ms as _median_ms  # benchmarks/ is sys.path[0] when run
 
 NAME = "bench_communication"
 DTYPE = torch.bfloat16
@@ -24,12 +25,6 @@ DTYPE = torch.bfloat16
 Q_DIM, K_DIM = 6144, 1024
 TP_SIZES = [1, 8]
 TOKENS = [1, 64, 1024, 8192]
-
-
-def _median_ms(fn, *args) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench(lambda: fn(*args), return_mode="median")
 
 
 def main() -> int:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import torch
+from _kernel_bench import median_ms as _median_ms  # benchmarks/ is sys.path[0] when run
 
 # `sglang` lives at the repo root, one level above this script's folder.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -22,12 +23,6 @@ NAME = "bench_gemm"
 FUSED_A_SHAPES = [(1, 2112, 7168), (8, 2112, 7168), (16, 2112, 7168), (128, 2112, 7168)]
 # (M, N, K): MoE routers (gpt-oss: 32 and 128 experts of K = 2880; DeepSeek-V3: 256 of 7168).
 TINY_SHAPES = [(1, 32, 2880), (64, 128, 2880), (16, 256, 7168), (1024, 256, 7168)]
-
-
-def _median_ms(fn) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench(fn, return_mode="median")
 
 
 def _print_table(title: str, rows: list[tuple[str, float, float, float]]) -> None:

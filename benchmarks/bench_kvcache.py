@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from _kernel_bench import median_ms as _median_ms  # benchmarks/ is sys.path[0] when run
 
 NAME = "bench_kvcache"
 DTYPE = torch.bfloat16
@@ -28,12 +29,6 @@ STORE_TOKENS = [1, 256, 4096, 32768]
 # HiCache: a 16-layer slice of a model, 16K device slots, 32K host slots, 64-token pages.
 LAYERS, DEVICE_SLOTS, HOST_SLOTS, PAGE = 16, 16384, 32768, 64
 TRANSFER_TOKENS = [64, 1024, 8192]
-
-
-def _median_ms(fn) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench(fn, return_mode="median")
 
 
 def _scattered_pages(n_tokens: int, n_slots: int, device, seed: int) -> torch.Tensor:

@@ -16,17 +16,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from _kernel_bench import median_ms as _median_ms  # benchmarks/ is sys.path[0] when run
 
 NAME = "bench_layernorm"
 DTYPE = torch.bfloat16
 # (tokens, hidden): decode batches and a prefill chunk at Llama-3-8B's and DeepSeek-V3's widths.
 SHAPES = [(1, 4096), (64, 4096), (1024, 4096), (8192, 4096), (64, 7168), (4096, 7168)]
-
-
-def _median_ms(fn, *args) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench(lambda: fn(*args), return_mode="median")
 
 
 def _print_table(title: str, rows: list[tuple[str, float, float]]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from _kernel_bench import median_ms as _median_ms  # benchmarks/ is sys.path[0] when run
 
 NAME = "bench_mamba"
 DTYPE = torch.bfloat16
@@ -30,12 +31,6 @@ DECODE_BATCHES = [1, 64, 256]
 STATE_LAYERS, STATE_SLOTS = 4, 256
 CONV_SHAPE, SSM_SHAPE = (4096, WIDTH - 1), (32, 64, 64)
 STATE_COPIES = [1, 16, 64]
-
-
-def _median_ms(fn) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench(fn, return_mode="median")
 
 
 def _conv_cases(device):

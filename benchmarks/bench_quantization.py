@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import torch
+from _kernel_bench import median_ms as _median_ms  # benchmarks/ is sys.path[0] when run
 
 # `sglang` lives at the repo root, one level above this script's folder.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -20,12 +21,6 @@ NAME = "bench_quantization"
 # intermediate size; group 128 is the block size of its FP8 weights.
 SHAPES = [(16, 7168), (512, 7168), (4096, 7168), (4096, 2048)]
 GROUP_SIZE = 128
-
-
-def _median_ms(fn) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench(fn, return_mode="median")
 
 
 def main() -> int:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import torch
+from _kernel_bench import median_ms as _median_ms  # benchmarks/ is sys.path[0] when run
 
 # `sglang` lives at the repo root, one level above this script's folder.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -22,12 +23,6 @@ RESOLVE_SIZES = [64, 1024, 16384]
 # (T tokens, B sequences): embedding table of 2**20 rows of 1024 bf16 columns, trigrams.
 NGRAM_SIZES = [(64, 64), (2048, 16), (16384, 8)]
 NGRAM_ROWS, NGRAM_DIM, NGRAM_N = 2**20, 1024, 3
-
-
-def _median_ms(fn) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench(fn, return_mode="median")
 
 
 def main() -> int:
