@@ -37,6 +37,8 @@ class Result:
     skipped_contracts: list[str] = field(default_factory=list)
     cache_status: str = "off"
     engine_findings: list[Finding] = field(default_factory=list)  # parse-error, not-scanned
+    # One line each, for the face to print (never cached: they describe this run).
+    warnings: list[str] = field(default_factory=list)
 
 
 def _below_root(module: str) -> str:
@@ -120,6 +122,15 @@ def run(config: Config, src: str, paths: list[str] | None = None,
         cache_dir: str | None = None, contract_ids: list[str] | None = None) -> Result:
     src = os.path.abspath(src)
     _validate_tree(config, src)
+    warnings = []
+    if cache_dir:
+        from contracts.engine.cache import prepare_directory
+
+        why = prepare_directory(cache_dir)
+        if why:
+            warnings.append(f"cache directory {cache_dir} cannot be used ({why}); "
+                            f"running without a cache")
+            cache_dir = None
     plan = plan_for(config, contract_ids)
     changed = _changed_files(config, src, paths)
     key = _result_key(config, src, contract_ids) if cache_dir else None
@@ -134,7 +145,9 @@ def run(config: Config, src: str, paths: list[str] | None = None,
             full = _evaluate(model, config, contract_ids)
         if key:
             save_result(model, plan, cache_dir, key, full)
-    return _filtered(full, config, src, paths, status)
+    result = _filtered(full, config, src, paths, status)
+    result.warnings.extend(warnings)
+    return result
 
 
 def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> Result:

@@ -96,6 +96,8 @@ def _check(argv: list[str]) -> int:
         if not os.path.exists(p):
             raise UsageError(f"PATH {p}: no such file or directory")
     result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract)
+    for line in result.warnings:
+        print(f"namespace-lint: warning: {line}", file=sys.stderr)
     if args.contract:
         unknown = sorted(set(args.contract) - {c.id for c in result.contracts})
         if unknown:

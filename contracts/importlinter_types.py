@@ -75,6 +75,8 @@ class _OwnContract(Contract):
         if key not in _RUNS:
             cache_dir = os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
             _RUNS[key] = run(cfg, src, cache_dir=cache_dir)
+            for line in _RUNS[key].warnings:  # once per run, not per contract
+                print(f"namespace-lint: warning: {line}", file=sys.stderr)
         return _RUNS[key], src
 
     def check(self, graph, verbose: bool) -> ContractCheck:

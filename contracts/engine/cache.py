@@ -44,6 +44,32 @@ def content_digest(data: bytes) -> bytes:
     return hashlib.sha1(data).digest()
 
 
+# What ruff and import-linter put in theirs: git ignores the directory's contents, and backup
+# tools that honour https://bford.info/cachedir/ skip it.
+GITIGNORE = b"# Automatically created by namespace-lint.\n*\n"
+CACHEDIR_TAG = (b"Signature: 8a477f597d28d172789f06886806bc55\n"
+                b"# This file is a cache directory tag created by namespace-lint.\n"
+                b"# For information about cache directory tags see https://bford.info/cachedir/\n")
+
+
+def prepare_directory(directory: str) -> str | None:
+    """Make `directory` a cache directory (created with its `.gitignore` and `CACHEDIR.TAG`).
+    Returns None when it is usable, else why not (the caller warns once and runs without it)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        if not os.path.isdir(directory):
+            return "not a directory"
+        for name, data in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
+            marker = os.path.join(directory, name)
+            if not os.path.lexists(marker):
+                atomic_write(marker, data)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            return "not writable"
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
 _KEY: bytes | None = None
 
 

@@ -13,6 +13,7 @@ from contracts import check
 from contracts import config as config_mod
 from contracts.engine import cache as cache_mod
 from contracts.engine import model as model_mod
+from tests.contracts.conftest import run_cli
 
 VIOLATION = "import os\nfrom pkg.jit_kernel import hicache\n"
 CLEAN_SAME_SIZE = "import os\nfrom pkg.kernels import ops  # padding\n"
@@ -138,7 +139,7 @@ def test_is_rebuilt_when_corrupt(tree, tmp_path_factory, damage, not_racy):
     root = tree({"pkg/srt/m.py": VIOLATION})
     cache = tmp_path_factory.mktemp("cache")
     expected = _summary(_run(root, cache))
-    files = sorted(cache.iterdir())
+    files = sorted(p for p in cache.iterdir() if p.name not in (".gitignore", "CACHEDIR.TAG"))
     assert {p.suffix for p in files} == {".records", ".stamp"}
     for p in files:
         blob = p.read_bytes()
@@ -175,7 +176,39 @@ def test_an_unwritable_cache_directory_only_costs_speed(tree, tmp_path_factory):
     root = tree({"pkg/srt/m.py": VIOLATION})
     blocker = tmp_path_factory.mktemp("cache") / "file"
     blocker.write_text("a file where the cache directory should be")
-    assert _summary(_run(root, blocker)) == _summary(_run_uncached(root))
+    result = _run(root, blocker)
+    assert _summary(result) == _summary(_run_uncached(root))
+    assert len(result.warnings) == 1 and str(blocker) in result.warnings[0]
+
+
+def test_the_cache_directory_ignores_itself_like_ruffs(tree, tmp_path_factory):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("parent") / "new" / ".namespace_lint_cache"
+    result = _run(root, cache)
+    assert result.warnings == []
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (cache / "CACHEDIR.TAG").read_bytes().startswith(b"Signature: 8a477f597d28d172789f06886806bc55")
+    assert any(p.suffix == ".records" for p in cache.iterdir())
+
+
+@pytest.mark.parametrize("where", ["a file in the way", "below a file", "read-only directory"])
+def test_an_unusable_cache_location_is_one_warning_and_the_run_goes_on(tree, tmp_path_factory, where):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    base = tmp_path_factory.mktemp("cache")
+    (base / "file").write_text("x")
+    cache = {"a file in the way": base / "file", "below a file": base / "file" / "sub",
+             "read-only directory": base / "ro"}[where]
+    if where == "read-only directory":
+        cache.mkdir()
+        cache.chmod(0o500)
+        if os.access(cache, os.W_OK):
+            pytest.skip("running as root: a read-only mode does not stop writes")
+    proc = run_cli(["--cache-dir", str(cache)], cwd=root)
+    assert proc.returncode == 1, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "cannot be used" in warnings[0] and str(cache) in warnings[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "pkg/srt/m.py:2:1: removed-module" in proc.stdout
 
 
 def _worker(args):
