@@ -329,7 +329,7 @@ def test_write_is_atomic_and_keeps_permission_bits(tree, capsys, monkeypatch):
         calls.append((os.path.dirname(src), os.path.basename(src), os.stat(src).st_mode, os.path.basename(dst)))
         real_replace(src, dst)
 
-    monkeypatch.setattr(fix.os, "replace", spy)
+    monkeypatch.setattr(os, "replace", spy)
     assert _fix(root) == 0
     [(directory, temp_name, mode, target)] = calls
     assert directory == str((root / CASE).parent) and temp_name.startswith(".case.py.") and target == "case.py"
@@ -345,7 +345,7 @@ def test_failed_write_leaves_original_and_is_reported(tree, capsys, monkeypatch)
     def fail(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fix.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     assert _fix(root) == 1
     out = capsys.readouterr().out
     assert _read(root).decode() == source

@@ -331,7 +331,7 @@ def test_removed_module_findings_match_an_ast_oracle_long(fuzz_tree, case):
 
 # --------------------------------------------------------------------------- --fix on the same files
 
-HAS_FIX = (Path(__file__).resolve().parents[2] / "contracts/fix.py").exists()
+HAS_FIX = (Path(__file__).resolve().parents[2] / "contracts/fix").is_dir()
 
 
 def check_fix(fuzz_tree: FuzzTree, case) -> None:
@@ -353,7 +353,7 @@ def check_fix(fuzz_tree: FuzzTree, case) -> None:
     assert {imported for _, _, imported in left} <= reported, (out.getvalue(), after.decode("utf-8", "replace"))
 
 
-@pytest.mark.skipif(not HAS_FIX, reason="contracts/fix.py not there yet")
+@pytest.mark.skipif(not HAS_FIX, reason="contracts/fix/ not there yet")
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=source_file(fullwidth=False))  # fullwidth spellings: see docs/guarantees.md
 def test_fix_writes_only_files_that_parse_and_leaves_only_what_it_reports(fuzz_tree, case):
@@ -361,7 +361,7 @@ def test_fix_writes_only_files_that_parse_and_leaves_only_what_it_reports(fuzz_t
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_FIX, reason="contracts/fix.py not there yet")
+@pytest.mark.skipif(not HAS_FIX, reason="contracts/fix/ not there yet")
 @LONG
 @given(case=source_file(fullwidth=False))
 def test_fix_writes_only_files_that_parse_and_leaves_only_what_it_reports_long(fuzz_tree, case):

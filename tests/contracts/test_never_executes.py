@@ -17,7 +17,7 @@ import pytest
 
 from tests.contracts.conftest import BASE_CONFIG, CLEAN_TREE, REPO
 
-needs_fix = pytest.mark.skipif(not (REPO / "contracts/fix.py").exists(), reason="contracts/fix.py not there yet")
+needs_fix = pytest.mark.skipif(not (REPO / "contracts/fix").is_dir(), reason="contracts/fix/ not there yet")
 needs_derive_map = pytest.mark.skipif(not (REPO / "contracts/derive_map.py").exists(),
                                       reason="contracts/derive_map.py not there yet")
 

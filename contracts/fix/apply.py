@@ -1,0 +1,97 @@
+"""Over a run's findings: fix or diff each file, write it atomically, report what is left."""
+
+from __future__ import annotations
+
+import difflib
+import io
+import os
+import stat
+import sys
+import tokenize
+
+from contracts.engine.files import atomic_write
+from contracts.findings import Finding
+from contracts.fix.source import fix_source
+from contracts.fix.syntax import LINE_RE
+
+RULE_ID = "removed-module"  # the rule whose findings this fixes (`contracts.rules.removed_module`)
+
+
+def write_atomic(path: str, data: bytes, expected: os.stat_result) -> None:
+    """Replace `path` with `data`: a temporary file in the same directory, fsync, same permission
+    bits, then `os.replace`. Refuses read-only files and files changed since they were read.
+    Raises OSError; the original is then untouched."""
+    real = os.path.realpath(path)  # a symlinked file: write the file, keep the link
+    st = os.stat(real)
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(real, os.W_OK):
+        raise PermissionError(f"{path} is read-only")
+    if (st.st_mtime_ns, st.st_size) != (expected.st_mtime_ns, expected.st_size):
+        raise OSError(f"{path} changed while it was being fixed; run again")
+    atomic_write(real, data, mode=st.st_mode, fsync=True)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def apply_fixes(cfg, src: str, result, write: bool, out=None) -> int:
+    """Fix (write=True) or show as a unified diff (write=False) every fixable `removed-module`
+    finding of `result`. Prints one line per rewritten file and per finding left, then a summary;
+    returns 0 when nothing is left to fix by hand, 1 otherwise."""
+    out = out if out is not None else sys.stdout
+    notes = out if write else sys.stderr  # with --diff, stdout is the patch alone
+    removed = tuple(p for spec in cfg.removed for p in spec.removed)
+    by_path: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        if f.rule == RULE_ID:
+            by_path.setdefault(f.path, []).append(f)
+    n_fixed = n_files = 0
+    left: list[tuple[Finding, str]] = []
+    for rel in sorted(by_path):
+        path = os.path.join(src, *rel.split("/"))
+        is_package = rel.rsplit("/", 1)[-1] == "__init__.py"
+        findings = sorted(by_path[rel])
+        try:
+            st = os.stat(path)
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            left.extend((f, f"cannot read the file: {e.strerror or e}") for f in findings)
+            continue
+        outcome = fix_source(data, findings[0].importer, is_package, findings, removed, path)
+        if outcome.new is not None:
+            if write:
+                try:
+                    write_atomic(path, outcome.new, st)
+                except OSError as e:
+                    reason = f"cannot write the file ({e.strerror or e}); left unchanged"
+                    outcome.unfixable = [(f, reason) for f in outcome.fixed] + outcome.unfixable
+                    outcome.fixed = []
+            else:
+                out.write(_diff(rel, data, outcome.new))
+        if outcome.fixed:
+            n_fixed += len(outcome.fixed)
+            n_files += 1
+            print(f"{rel}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
+                  file=notes)
+        for f, reason in sorted(outcome.unfixable):
+            print(f"{f.path}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
+        left.extend(outcome.unfixable)
+    verb = "Fixed" if write else "Would fix"
+    print(f"{verb} {_plural(n_fixed, 'import')} in {_plural(n_files, 'file')}; "
+          f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
+    return 1 if left else 0
+
+
+def _diff(rel: str, old: bytes, new: bytes) -> str:
+    old_text, new_text = _decode(old), _decode(new)
+    lines = difflib.unified_diff(LINE_RE.findall(old_text), LINE_RE.findall(new_text),
+                                 f"a/{rel}", f"b/{rel}")
+    text = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
+                   for line in lines)
+    return text
+
+
+def _decode(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)

@@ -1,0 +1,199 @@
+"""The rewriting pass: the matched imports, string targets and chains, as LibCST edits."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from contracts.engine.resolve import is_under, resolve_relative
+from contracts.findings import Finding
+from contracts.fix.bare import Survey
+from contracts.fix.syntax import Key, Positions, dotted_name, parse_dotted
+
+
+class Rewriter(cst.CSTTransformer):
+    """Second pass: rewrite the matched imports, strings and chains."""
+
+    def __init__(self, pos: Positions, module: str, is_package: bool, fixable: dict[Key, Finding],
+                 known: set[Key], bare_ok: dict[str, str] | None = None, survey: Survey | None = None) -> None:
+        self.pos, self.module, self.is_package = pos, module, is_package
+        self.fixable, self.known, self.bare_ok = fixable, known, bare_ok or {}
+        self.claimed: set[Key] = set()
+        self.refused: dict[Key, str] = {}
+        self._split_lines: set[int] = set()
+        # id(node) -> new dotted name, for the `M` part of each `M.x.y` chain that is rewritten:
+        # a chain belongs to the longest bare-imported module it starts with.
+        self._chain_sites: dict[int, str] = {}
+        all_bare = {m for _, m in survey.bare} if survey else set()
+        for chain in survey.chains if survey else ():
+            owners = [m for m in all_bare if is_under(chain.dotted, m)]
+            owner = max(owners, key=len) if owners else None
+            if owner in self.bare_ok:
+                node = chain.nodes[chain.dotted.count(".") - owner.count(".")]
+                self._chain_sites[id(node)] = self.bare_ok[owner]
+
+    # ---- chains under a rewritten bare import
+
+    def _chain_site(self, original, updated):
+        new = self._chain_sites.get(id(original))
+        if new is None:
+            return updated
+        return parse_dotted(new).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    def leave_Attribute(self, original, updated):
+        return self._chain_site(original, updated)
+
+    def leave_Name(self, original, updated):
+        return self._chain_site(original, updated)
+
+    # ---- import a.b.c [as x]
+
+    def visit_Import(self, node) -> bool:
+        return False  # its names are not chains
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import):
+        names = []
+        changed = False
+        for alias in updated.names:
+            old = dotted_name(alias.name)
+            key = self.pos.key(original, old)
+            finding = self.fixable.get(key)
+            if finding is not None and (alias.asname is not None or old in self.bare_ok):
+                names.append(alias.with_changes(name=parse_dotted(finding.replacement)))
+                self.claimed.add(key)
+                changed = True
+            else:
+                names.append(alias)
+        return updated.with_changes(names=names) if changed else updated
+
+    # ---- from x import a, b as c
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        module_name = dotted_name(original.module) if original.module is not None else None
+        base = resolve_relative(self.module, self.is_package, len(original.relative), module_name)
+        if base is None:
+            return updated
+        star = isinstance(original.names, cst.ImportStar)
+        aliases = [None] if star else list(original.names)
+        # (target module or None for "as it was", alias node) per name, in order
+        placed: list[tuple[str | None, int, object]] = []
+        for index, alias in enumerate(aliases):
+            name = None if alias is None else alias.name.value
+            sub_key = self.pos.key(original, f"{base}.{name}") if name else None
+            base_key = self.pos.key(original, base)
+            if sub_key is not None and (sub_key in self.fixable or sub_key in self.known):
+                key = sub_key
+            else:
+                key = base_key
+            finding = self.fixable.get(key)
+            if finding is None:
+                placed.append((None, index, alias))
+                continue
+            new = finding.replacement
+            if key == base_key:
+                placed.append((new, index, alias))
+            else:
+                parent, _, last = new.rpartition(".")
+                if not parent:
+                    self.refused[key] = f"the new module `{new}` has no parent package to import it from"
+                    placed.append((None, index, alias))
+                    continue
+                asname = alias.asname
+                if asname is None and last != name:
+                    asname = cst.AsName(name=cst.Name(name))
+                placed.append((parent, index, alias.with_changes(name=cst.Name(last), asname=asname)))
+            self.claimed.add(key)
+        if all(target is None for target, _, _ in placed):
+            return updated
+        groups: dict[str | None, list] = {}
+        for target, index, alias in placed:
+            groups.setdefault(target, []).append((index, alias))
+        statements = []
+        for i, (target, group) in enumerate(groups.items()):
+            node = updated if i == 0 else updated.with_changes(
+                whitespace_after_from=cst.SimpleWhitespace(" "), semicolon=cst.MaybeSentinel.DEFAULT)
+            if target is not None:
+                node = node.with_changes(module=parse_dotted(target), relative=[])
+            if not star:
+                node = _with_names(node, group, list(original.names))
+            statements.append(node)
+        if len(statements) == 1:
+            return statements[0]
+        statements = [s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in statements[:-1]] + [
+            statements[-1].with_changes(semicolon=updated.semicolon)]
+        self._split_lines.add(id(original))
+        return cst.FlattenSentinel(statements)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        # One `from` statement split into several: one line each, at the same indentation, each
+        # keeping the trailing comment (a noqa comment applies to every part).
+        if len(original.body) == 1 and id(original.body[0]) in self._split_lines:
+            first = updated.with_changes(body=[updated.body[0]])
+            rest = [cst.SimpleStatementLine(body=[s], trailing_whitespace=updated.trailing_whitespace)
+                    for s in updated.body[1:]]
+            return cst.FlattenSentinel([first, *rest])
+        return updated
+
+    # ---- string targets
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated):
+        value = original.evaluated_value
+        if not isinstance(value, str):
+            return updated
+        key = self.pos.key(original, value)
+        finding = self.fixable.get(key)
+        if finding is None:
+            return updated
+        self.claimed.add(key)
+        return updated.with_changes(value=f"{original.prefix}{original.quote}{finding.replacement}{original.quote}")
+
+    def leave_ConcatenatedString(self, original: cst.ConcatenatedString, updated):
+        try:
+            value = original.evaluated_value
+        except Exception:  # an f-string part
+            return updated
+        if isinstance(value, str):
+            key = self.pos.key(original, value)
+            if key in self.fixable:
+                self.refused[key] = "the string target is split over adjacent literals; join it by hand"
+        return updated
+
+
+def _with_names(node: cst.ImportFrom, group: list, everything: list) -> cst.ImportFrom:
+    """`node` importing only `group` ((original index, alias) pairs): the commas between them as
+    they were; after the last, what followed the original last name (nothing, or the trailing
+    comma before `)`). A name's own comment stays with it."""
+    last_index = len(everything) - 1
+    original_last = everything[-1]
+    names = []
+    for i, (index, alias) in enumerate(group):
+        if i < len(group) - 1:
+            if not isinstance(alias.comma, cst.Comma):
+                alias = alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            names.append(alias)
+            continue
+        if index == last_index:
+            names.append(alias)
+            continue
+        own = alias.comma  # a Comma: this name was not last
+        own_ws = own.whitespace_after if isinstance(own, cst.Comma) else None
+        if isinstance(original_last.comma, cst.Comma):  # a trailing comma before `)`
+            ending = original_last.comma.whitespace_after
+            if isinstance(own_ws, cst.ParenthesizedWhitespace) and isinstance(ending, cst.ParenthesizedWhitespace):
+                own = own.with_changes(whitespace_after=own_ws.with_changes(
+                    indent=ending.indent, last_line=ending.last_line))
+            else:
+                own = original_last.comma
+            names.append(alias.with_changes(comma=own))
+        elif isinstance(own_ws, cst.ParenthesizedWhitespace) and node.rpar is not None and \
+                isinstance(node.rpar.whitespace_before, cst.ParenthesizedWhitespace):
+            # `(\n    a,  # why\n    b\n)` without `b`: keep `a`'s comma and comment, end at `)`.
+            ending = node.rpar.whitespace_before
+            names.append(alias.with_changes(comma=own.with_changes(whitespace_after=own_ws.with_changes(
+                indent=ending.indent, last_line=ending.last_line))))
+            node = node.with_changes(rpar=node.rpar.with_changes(whitespace_before=cst.SimpleWhitespace("")))
+        else:
+            names.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    return node.with_changes(names=names)

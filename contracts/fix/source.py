@@ -1,0 +1,134 @@
+"""One file: bytes in, bytes out (`fix_source`)."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+import warnings
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import ExpressionContextProvider, MetadataWrapper, PositionProvider
+
+from contracts.findings import Finding
+from contracts.fix.bare import Survey, bare_import_verdicts, bindings
+from contracts.fix.pieces import bare_keys, statement_ranges
+from contracts.fix.rewrite import Rewriter
+from contracts.fix.syntax import LINE_RE, Key, Positions
+
+
+@dataclass
+class FileFix:
+    """What `fix_source` did to one file."""
+
+    new: bytes | None  # None: the file stays as it is
+    fixed: list[Finding] = field(default_factory=list)
+    unfixable: list[tuple[Finding, str]] = field(default_factory=list)
+
+
+
+def _newline_of(line: str) -> str:
+    return "\r\n" if line.endswith("\r\n") else "\r" if line.endswith("\r") else "\n"
+
+
+
+def fix_source(data: bytes, module: str, is_package: bool, findings: list[Finding],
+               removed: tuple[str, ...], path: str = "<file>") -> FileFix:
+    """Rewrite one file's `removed-module` findings. Pure: takes bytes, returns bytes.
+
+    Only the top-level statements that hold a finding go through LibCST (parsing a whole large
+    file costs seconds); the rest of the file is not touched at all. A file with a bare
+    `import a.b.c` to fix is parsed whole: its chains can be anywhere.
+    """
+    result = FileFix(None)
+    fixable: dict[Key, Finding] = {}
+    for f in findings:
+        if f.replacement is None:
+            result.unfixable.append((f, f"`replacements` names no new place for `{f.imported}`; "
+                                        f"add a line for it to the contract"))
+        else:
+            fixable[(f.line, f.col, f.imported)] = f
+    if not fixable:
+        return result
+    known = {(f.line, f.col, f.imported) for f in findings}
+
+    def refuse_all(reason: str) -> FileFix:
+        result.unfixable.extend((f, reason) for f in fixable.values())
+        return result
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+        if text.encode(encoding) != data:
+            return refuse_all(f"the file does not survive decoding as {encoding}; left unchanged")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.lstrip("\ufeff"))
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return refuse_all(f"the file cannot be parsed ({first}); left unchanged")
+    lines = LINE_RE.findall(text)
+    whole = bare_keys(tree, fixable)
+    pieces = [(1, len(lines))] if whole else statement_ranges(tree, lines, {key[0] for key in fixable})
+    new_lines = list(lines)
+    claimed: set[Key] = set()
+    refused: dict[Key, str] = {}
+    # Replace from the end, so earlier line numbers stay valid in `new_lines`.
+    for first, last in reversed(pieces):
+        chunk = "".join(lines[first - 1:last])
+        indent = "" if whole else chunk[: len(chunk) - len(chunk.lstrip(" \t"))]
+        # An indented statement is parsed inside `if True:`, so that statements split from it
+        # get its indentation; the wrapper line is dropped again below.
+        wrapper_line = f"if True:{_newline_of(lines[first - 1])}" if indent else ""
+        try:
+            chunk_tree = cst.parse_module(wrapper_line + chunk)
+            wrapper = MetadataWrapper(chunk_tree, unsafe_skip_copy=True)
+            pos = Positions(wrapper_line + chunk, wrapper.resolve(PositionProvider),
+                             first - (1 if wrapper_line else 0))
+            bare_ok: dict[str, str] = {}
+            survey = None
+            if whole:
+                survey = Survey(pos, wrapper.resolve(ExpressionContextProvider), module, is_package)
+                chunk_tree.visit(survey)
+                bare_ok, bare_refused = bare_import_verdicts(survey, bindings(tree), fixable, removed)
+                for key, name in survey.bare:
+                    if key in fixable and name in bare_refused:
+                        refused[key] = f"bare `import {name}`: {bare_refused[name]}; rewrite it by hand"
+            rewriter = Rewriter(pos, module, is_package, fixable, known, bare_ok, survey)
+            new_chunk = chunk_tree.visit(rewriter).code
+            if wrapper_line:
+                if not new_chunk.startswith(wrapper_line):
+                    raise ValueError("the rewrite changed the wrapper line")
+                new_chunk = new_chunk[len(wrapper_line):]
+        except RecursionError:
+            return refuse_all("nesting too deep to rewrite safely; left unchanged")
+        except Exception as e:  # e.g. LibCST cannot parse what `ast` could: leave the file alone
+            first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            return refuse_all(f"cannot rewrite lines {first}-{last} ({first_line}); left unchanged")
+        claimed |= rewriter.claimed
+        refused.update(rewriter.refused)
+        if new_chunk != chunk:
+            new_lines[first - 1:last] = [new_chunk]
+    for key, finding in sorted(fixable.items()):
+        if key in claimed and key not in refused:
+            result.fixed.append(finding)
+        else:
+            result.unfixable.append((finding, refused.get(
+                key, "no import statement or string literal this tool can rewrite was found here")))
+    if not result.fixed:
+        return result
+    new = "".join(new_lines).encode(encoding)
+    if new == data:
+        return result
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(new, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        reason = f"the rewritten file would not compile ({type(e).__name__}: {e}); left unchanged"
+        result.unfixable = [(f, reason) for f in result.fixed] + result.unfixable
+        result.fixed = []
+        return result
+    result.new = new
+    return result
