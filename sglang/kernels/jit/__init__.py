@@ -19,11 +19,21 @@ from sglang.kernels.jit.launch import (
     row_block_size,
     row_num_warps,
 )
-from sglang.kernels.jit.tolerances import TOLERANCES, tolerance
+from sglang.kernels.jit.tolerances import (
+    ROUNDED_ULPS,
+    TOLERANCES,
+    assert_close_rounded,
+    kernel_rounding,
+    round_like_kernel,
+    tolerance,
+    ulp,
+)
 
 __all__ = [
     "MAX_FUSED_SIZE",
+    "ROUNDED_ULPS",
     "TOLERANCES",
+    "assert_close_rounded",
     "cdiv",
     "check_index",
     "check_index_range",
@@ -31,10 +41,13 @@ __all__ = [
     "cuda_capability",
     "has_cuda",
     "interpreter_enabled",
+    "kernel_rounding",
     "next_power_of_2",
+    "round_like_kernel",
     "row_block_size",
     "row_num_warps",
     "tolerance",
     "triton_available",
+    "ulp",
     "use_triton",
 ]
