@@ -1,11 +1,27 @@
-"""GEMM group: Triton matrix multiplies for shapes the general-purpose GEMMs serve poorly.
+"""GEMM group: Triton matrix multiplies for the skinny shapes of decode, with upstream's APIs.
 
-- `fused_a_gemm(x, weight)`: x @ weight.T, a tiled GEMM with an fp32 accumulator (the fused
-  q_a / kv_a down-projection of DeepSeek-V3 style attention).
-- `tiny_gemm(x, weight, bias=None)`: x @ weight.T + bias for N <= `TINY_GEMM_MAX_N` (MoE routers).
+- `dsv3_fused_a_gemm(mat_a, mat_b, output=None)`: mat_a [M, K] @ mat_b [K, N] (weight.T), the
+  fused q_a / kv_a down-projection of DeepSeek-V3 attention (`fused_a_gemm.py` adds upstream's
+  `backend=` dispatcher and `fused_a_gemm_weight_eligible`).
+- `tiny_n_gemm_bf16` / `tiny_k_gemm_bf16(x, w, out=None, *, out_dtype, split_n, max_m)`:
+  x [M, K] @ w [N, K].T for a decode batch (MoE routers, small projections).
 """
 
-from sglang.kernels.ops.gemm.fused_a_gemm import fused_a_gemm, fused_a_gemm_ref
-from sglang.kernels.ops.gemm.tiny_gemm import TINY_GEMM_MAX_N, tiny_gemm, tiny_gemm_ref
+from sglang.kernels.ops.gemm.dsv3_fused_a_gemm import dsv3_fused_a_gemm, dsv3_fused_a_gemm_ref
+from sglang.kernels.ops.gemm.tiny_gemm import (
+    is_supported_tiny_gemm,
+    tiny_k_gemm_bf16,
+    tiny_k_gemm_bf16_ref,
+    tiny_n_gemm_bf16,
+    tiny_n_gemm_bf16_ref,
+)
 
-__all__ = ["TINY_GEMM_MAX_N", "fused_a_gemm", "fused_a_gemm_ref", "tiny_gemm", "tiny_gemm_ref"]
+__all__ = [
+    "dsv3_fused_a_gemm",
+    "dsv3_fused_a_gemm_ref",
+    "is_supported_tiny_gemm",
+    "tiny_k_gemm_bf16",
+    "tiny_k_gemm_bf16_ref",
+    "tiny_n_gemm_bf16",
+    "tiny_n_gemm_bf16_ref",
+]
