@@ -38,10 +38,10 @@ def main() -> int:
         print(f"{NAME}: no CUDA device, nothing to measure")
         return 0
     from sglang.kernels.ops.gemm import (
-        fused_a_gemm,
-        fused_a_gemm_ref,
-        tiny_gemm,
-        tiny_gemm_ref,
+        dsv3_fused_a_gemm,
+        dsv3_fused_a_gemm_ref,
+        tiny_n_gemm_bf16,
+        tiny_n_gemm_bf16_ref,
     )
 
     dtype = torch.bfloat16
@@ -52,27 +52,26 @@ def main() -> int:
         rows.append(
             (
                 f"{m}x{n}x{k}",
-                _median_ms(lambda x=x, w=w: fused_a_gemm(x, w)),
-                _median_ms(lambda x=x, w=w: fused_a_gemm_ref(x, w)),
+                _median_ms(lambda x=x, w=w: dsv3_fused_a_gemm(x, w.T)),
+                _median_ms(lambda x=x, w=w: dsv3_fused_a_gemm_ref(x, w.T)),
                 _median_ms(lambda x=x, w=w: x @ w.T),
             )
         )
-    _print_table("fused_a_gemm (bf16, M x N x K)", rows)
+    _print_table("dsv3_fused_a_gemm (bf16, M x N x K)", rows)
 
     rows = []
     for m, n, k in TINY_SHAPES:
         x = torch.randn(m, k, device="cuda", dtype=dtype)
         w = torch.randn(n, k, device="cuda", dtype=dtype) / k**0.5
-        b = torch.randn(n, device="cuda", dtype=dtype)
         rows.append(
             (
                 f"{m}x{n}x{k}",
-                _median_ms(lambda x=x, w=w, b=b: tiny_gemm(x, w, b)),
-                _median_ms(lambda x=x, w=w, b=b: tiny_gemm_ref(x, w, b)),
-                _median_ms(lambda x=x, w=w, b=b: torch.nn.functional.linear(x, w, b)),
+                _median_ms(lambda x=x, w=w, m=m: tiny_n_gemm_bf16(x, w, max_m=m)),
+                _median_ms(lambda x=x, w=w: tiny_n_gemm_bf16_ref(x, w)),
+                _median_ms(lambda x=x, w=w: torch.nn.functional.linear(x, w)),
             )
         )
-    _print_table("tiny_gemm (bf16 with bias, M x N x K)", rows)
+    _print_table("tiny_n_gemm_bf16 (bf16, M x N x K)", rows)
     return 0
 
 

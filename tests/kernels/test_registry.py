@@ -51,7 +51,9 @@ def test_every_group_has_ops_and_every_op_has_a_group_package():
 def test_op_ids_are_sorted_and_filter_by_group():
     ids = registry.op_ids()
     assert ids == sorted(ids) and len(ids) == len(set(ids))
-    assert registry.op_ids("gemm") == ["gemm.fused_a_gemm", "gemm.tiny_gemm"]
+    assert registry.op_ids("gemm") == [
+        "gemm.dsv3_fused_a_gemm", "gemm.tiny_k_gemm_bf16", "gemm.tiny_n_gemm_bf16"
+    ]
     assert registry.op_ids("no_such_group") == []
 
 
@@ -60,7 +62,8 @@ def test_calling_a_spec_runs_the_triton_backend():
 
     x = torch.ones(2, 4)
     weight = torch.ones(3, 4)
-    assert registry.get("gemm.tiny_gemm")(x, weight).tolist() == [[4.0] * 3] * 2
+    out = registry.get("gemm.tiny_n_gemm_bf16")(x, weight, out_dtype=torch.float32)
+    assert out.tolist() == [[4.0] * 3] * 2
 
 
 def test_import_and_listing_pull_in_neither_torch_nor_triton():
@@ -101,7 +104,7 @@ def test_unknown_op_id_is_a_key_error_naming_it(bad_id):
 
 def test_unknown_backend_is_a_key_error_naming_it():
     with pytest.raises(KeyError, match="'cuda_graph'"):
-        registry.load("gemm.tiny_gemm", "cuda_graph")
+        registry.load("gemm.tiny_n_gemm_bf16", "cuda_graph")
 
 
 @pytest.fixture
@@ -122,7 +125,7 @@ def scratch_registry(monkeypatch):
         ("g.op", "module.f", "m:f_ref", "triton target must be 'module:attr'"),
         ("g.op", ":f", "m:f_ref", "triton target must be 'module:attr'"),
         ("g.op", "m:f", "m:", "torch target must be 'module:attr'"),
-        ("gemm.tiny_gemm", "m:f", "m:f_ref", "registered twice"),
+        ("gemm.tiny_n_gemm_bf16", "m:f", "m:f_ref", "registered twice"),
     ],
 )
 def test_register_rejects_malformed_ids_and_targets(

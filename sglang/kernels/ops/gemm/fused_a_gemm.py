@@ -19,8 +19,8 @@ from enum import Enum
 import torch
 
 from sglang.kernels.jit import use_triton
-from sglang.kernels.ops.gemm.dsv3_fused_a_gemm import dsv3_fused_a_gemm as _triton_dsv3_fused_a_gemm
 from sglang.kernels.ops.gemm._operands import SUPPORTED_DTYPES
+from sglang.kernels.ops.gemm.dsv3_fused_a_gemm import dsv3_fused_a_gemm as _triton_dsv3_fused_a_gemm
 
 
 class FusedAGemmBackend(str, Enum):
