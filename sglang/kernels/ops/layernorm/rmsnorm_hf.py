@@ -1,7 +1,7 @@
 """RMSNorm exactly as Hugging Face's `LlamaRMSNorm` computes it.
 
-    x_normed = x.float() * rsqrt(mean(x.float() ** 2, dim=-1) + eps)
-    y        = weight * x_normed.to(x.dtype)
+    x_normed = input.float() * rsqrt(mean(input.float() ** 2, dim=-1) + eps)
+    out      = weight * x_normed.to(input.dtype)
 
 The normalized row is rounded back to the input dtype BEFORE the weight is applied, and the
 product is taken in `torch.promote_types(x.dtype, weight.dtype)`. sglang's own `RMSNorm` (and
@@ -9,9 +9,16 @@ product is taken in `torch.promote_types(x.dtype, weight.dtype)`. sglang's own `
 two conventions disagree by an ulp. Models checked against the Hugging Face forward need this
 rounding bit for bit, hence its own kernel: one program per row, the whole row in registers, one
 read of `x` and one write of `y`.
+
+upstream 0.5.17's signature `rmsnorm_hf(input, weight, eps=1e-6, out=None) -> out`, registered
+as `sglang::rmsnorm_hf`. Upstream takes 2-D fp16/bf16 input with a weight of its dtype; this one
+also takes `[..., hidden]`, fp32, and a weight of another float dtype (then the product is in
+`torch.promote_types(input.dtype, weight.dtype)`, as Hugging Face's is).
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import torch
 import triton
@@ -25,7 +32,7 @@ _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 @triton.jit
 def _rmsnorm_hf_kernel(
-    y_ptr,  # [n_rows, n_cols], promote(x.dtype, w.dtype), contiguous
+    y_ptr,  # [n_rows, n_cols], promote(x.dtype, w.dtype), last dim contiguous
     y_row_stride,  # elements between rows of y
     x_ptr,  # [n_rows, n_cols], fp32/fp16/bf16, last dim contiguous
     x_row_stride,  # elements between rows of x
@@ -38,79 +45,127 @@ def _rmsnorm_hf_kernel(
     offsets = tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_cols
 
-    x = tl.load(x_ptr + pid * x_row_stride + offsets, mask=mask, other=0.0).to(tl.float32)
+    x = tl.load(x_ptr + pid.to(tl.int64) * x_row_stride + offsets, mask=mask, other=0.0).to(tl.float32)
     w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
     variance = tl.sum(x * x, axis=0) / n_cols
     x_normed = x * tl.rsqrt(variance + eps)
     # Round to the input dtype first (the Hugging Face order), then apply the weight.
     x_normed = x_normed.to(x_ptr.dtype.element_ty).to(tl.float32)
     y = w * x_normed
-    tl.store(y_ptr + pid * y_row_stride + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + pid.to(tl.int64) * y_row_stride + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-
-def rmsnorm_hf_ref(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Pure-torch reference: the Hugging Face `LlamaRMSNorm.forward`."""
-    input_dtype = x.dtype
-    x32 = x.to(torch.float32)
+def rmsnorm_hf_ref(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Pure-torch reference: the Hugging Face `LlamaRMSNorm.forward` (into `out` when given)."""
+    x32 = input.to(torch.float32)
     variance = x32.pow(2).mean(-1, keepdim=True)
     x32 = x32 * torch.rsqrt(variance + eps)
-    return weight * x32.to(input_dtype)
+    result = weight * x32.to(input.dtype)
+    if out is None:
+        return result
+    out.copy_(result)
+    return out
 
 
-def _validate(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
-    if x.dim() < 1:
-        raise ValueError(
-            f"rmsnorm_hf: x must have at least 1 dim [..., hidden], got {tuple(x.shape)}"
-        )
-    if x.dtype not in _SUPPORTED_DTYPES:
-        raise ValueError(f"rmsnorm_hf: x must be fp32, fp16 or bf16, got {x.dtype}")
+def is_supported_rmsnorm_hf_hidden_size(hidden_size: int) -> bool:
+    """Whether the kernel takes rows of `hidden_size`: one row must fit one program's block."""
+    return 0 < hidden_size <= MAX_FUSED_SIZE
+
+
+def _validate(input, weight, eps, out) -> torch.dtype:
+    op = "rmsnorm_hf"
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(  # noqa: TRY004 - validation raises ValueError only
+                f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}"
+            )
+    if input.dim() < 1:
+        raise ValueError(f"{op}: input must have at least 1 dim [..., hidden], got {tuple(input.shape)}")
+    if input.dtype not in _SUPPORTED_DTYPES:
+        raise ValueError(f"{op}: input must be fp32, fp16 or bf16, got {input.dtype}")
     if weight.dtype not in _SUPPORTED_DTYPES:
-        raise ValueError(f"rmsnorm_hf: weight must be fp32, fp16 or bf16, got {weight.dtype}")
-    hidden = x.shape[-1]
+        raise ValueError(f"{op}: weight must be fp32, fp16 or bf16, got {weight.dtype}")
+    hidden = input.shape[-1]
     if weight.shape != (hidden,):
+        raise ValueError(f"{op}: weight must have shape ({hidden},), got {tuple(weight.shape)}")
+    if weight.device != input.device:
+        raise ValueError(f"{op}: weight must be on {input.device} like input, got {weight.device}")
+    out_dtype = torch.promote_types(input.dtype, weight.dtype)
+    if out is not None:
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(f"{op}: out must be None or a torch.Tensor, got {type(out).__name__}")  # noqa: TRY004
+        if out.shape != input.shape or out.dtype != out_dtype or out.device != input.device:
+            raise ValueError(
+                f"{op}: out must be {tuple(input.shape)} {out_dtype} on {input.device}, "
+                f"got {tuple(out.shape)} {out.dtype} on {out.device}"
+            )
+        if out.numel() and out.stride(-1) != 1:
+            raise ValueError(f"{op}: out must be contiguous along the last dim, got strides {out.stride()}")
+    if input.numel() and not is_supported_rmsnorm_hf_hidden_size(hidden):
         raise ValueError(
-            f"rmsnorm_hf: weight must have shape ({hidden},), got {tuple(weight.shape)}"
+            f"{op}: hidden size {hidden} exceeds the kernel's row limit {MAX_FUSED_SIZE} "
+            "(check `is_supported_rmsnorm_hf_hidden_size` and use the torch path)"
         )
-    if weight.device != x.device:
-        raise ValueError(f"rmsnorm_hf: weight must be on {x.device} like x, got {weight.device}")
-    if not eps >= 0.0:
-        raise ValueError(f"rmsnorm_hf: eps must be a non-negative float, got {eps!r}")
+    if not isinstance(eps, (int, float)) or not eps >= 0.0:
+        raise ValueError(f"{op}: eps must be a non-negative float, got {eps!r}")
+    return out_dtype
 
 
-def rmsnorm_hf(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Hugging Face RMSNorm of `x` [..., hidden] with `weight` [hidden]; returns a new tensor.
-
-    The result has `x`'s shape and dtype `torch.promote_types(x.dtype, weight.dtype)`.
-    """
-    _validate(x, weight, eps)
-    hidden = x.shape[-1]
-    out_dtype = torch.promote_types(x.dtype, weight.dtype)
-    if x.numel() == 0:
-        return torch.empty(x.shape, dtype=out_dtype, device=x.device)
-    if not use_triton(x, weight) or hidden > MAX_FUSED_SIZE:
-        # Rows wider than one fused block do not fit the one-program-per-row kernel.
-        return rmsnorm_hf_ref(x, weight, eps)
-
-    x2d = x.reshape(-1, hidden)
+@torch.library.custom_op("sglang::rmsnorm_hf", mutates_args=("out",))
+def _rmsnorm_hf_op(input: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor) -> None:
+    if not use_triton(input, weight, out):
+        rmsnorm_hf_ref(input, weight, eps, out)  # no Triton on this device
+        return
+    hidden = input.shape[-1]
+    x2d = input.reshape(-1, hidden)
     if x2d.stride(-1) != 1:
         x2d = x2d.contiguous()
-    weight = weight.contiguous()
-    y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-    y2d = y.view(-1, hidden)
+    y2d = out.view(-1, hidden) if out.is_contiguous() else None
+    target = y2d if y2d is not None else torch.empty(x2d.shape, dtype=out.dtype, device=out.device)
     block_size = next_power_of_2(hidden)
     _rmsnorm_hf_kernel[(x2d.shape[0],)](
-        y2d,
-        y2d.stride(0),
+        target,
+        target.stride(0),
         x2d,
         x2d.stride(0),
-        weight,
+        weight.contiguous(),
         hidden,
         float(eps),
         BLOCK_SIZE=block_size,
         num_warps=row_num_warps(block_size),
     )
-    return y
+    if y2d is None:
+        out.copy_(target.view(out.shape))
 
 
-__all__ = ["rmsnorm_hf", "rmsnorm_hf_ref"]
+@_rmsnorm_hf_op.register_fake
+def _(input, weight, eps, out) -> None:
+    return None
+
+
+def rmsnorm_hf(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Hugging Face RMSNorm of `input` [..., hidden] with `weight` [hidden]; returns `out`.
+
+    `out` (optional) is written and returned; otherwise a new tensor of `input`'s shape and dtype
+    `torch.promote_types(input.dtype, weight.dtype)`. Empty inputs launch nothing.
+    """
+    out_dtype = _validate(input, weight, eps, out)
+    if out is None:
+        out = torch.empty(input.shape, dtype=out_dtype, device=input.device)
+    if input.numel() == 0:
+        return out
+    _rmsnorm_hf_op(input, weight, float(eps), out)
+    return out
+
+
+__all__ = ["is_supported_rmsnorm_hf_hidden_size", "rmsnorm_hf", "rmsnorm_hf_ref"]

@@ -1,4 +1,4 @@
-"""`layernorm.rmsnorm_hf`: the Triton kernel (interpreted on CPU) against the HF forward."""
+"""`layernorm.rmsnorm_hf`: the Triton kernel (interpreted on CPU) against the HF forward, rounding-aware."""
 
 import importlib
 
@@ -6,8 +6,12 @@ import pytest
 import torch
 
 from sglang.kernels import registry
-from sglang.kernels.jit import tolerance, use_triton
-from sglang.kernels.ops.layernorm.rmsnorm_hf import rmsnorm_hf, rmsnorm_hf_ref
+from sglang.kernels.jit import assert_close_rounded, round_like_kernel, use_triton
+from sglang.kernels.ops.layernorm.rmsnorm_hf import (
+    is_supported_rmsnorm_hf_hidden_size,
+    rmsnorm_hf,
+    rmsnorm_hf_ref,
+)
 from tests.kernels.spy import spy_launches as _spy_launches
 
 # By module path: the group's `__init__` re-exports the function under the module's own name.
@@ -23,44 +27,69 @@ def _inputs(shape, dtype, weight_dtype=None, seed=0):
     return x, weight
 
 
+def _expected(x, weight, eps, device="cpu"):
+    """fp32 value before the final cast: the normalized row rounded to x's dtype, times weight."""
+    x32 = x.float()
+    normed = x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + eps)
+    return round_like_kernel(normed, x.dtype, device).float() * weight.float()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 1), (1, 5), (3, 123), (64, 256), (2, 3, 48)])
-def test_matches_reference(shape, dtype):
+@pytest.mark.parametrize("shape", [(1, 1), (1, 5), (3, 123), (2, 3, 48)])
+def test_matches_hugging_face_rounding(shape, dtype):
     x, weight = _inputs(shape, dtype)
-    atol, rtol = tolerance(dtype)
     out = rmsnorm_hf(x, weight, eps=1e-5)
     assert out.shape == x.shape and out.dtype == dtype
-    torch.testing.assert_close(out, rmsnorm_hf_ref(x, weight, eps=1e-5), atol=atol, rtol=rtol)
+    assert_close_rounded(out, _expected(x, weight, 1e-5))
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_fp32_weight_promotes_like_hugging_face(dtype):
-    # HF multiplies `weight * x_normed.to(input_dtype)`: an fp32 weight gives an fp32 result,
-    # whose error is the rounding of x_normed to the input dtype, hence that dtype's tolerance.
-    x, weight = _inputs((4, 96), dtype, weight_dtype=torch.float32)
+def test_the_rounding_step_is_there(dtype):
+    # Without the round before the weight, an fp32 weight gives the unrounded product: compare
+    # exactly with the rounded one and the unrounded one must be off on most elements.
+    x, weight = _inputs((8, 96), dtype, weight_dtype=torch.float32)
     out = rmsnorm_hf(x, weight)
-    assert out.dtype == torch.float32
-    atol, rtol = tolerance(dtype)
-    torch.testing.assert_close(out, rmsnorm_hf_ref(x, weight), atol=atol, rtol=rtol)
+    assert out.dtype == torch.float32  # HF promotes: weight * x_normed.to(input_dtype)
+    expected = _expected(x, weight, 1e-6)
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-6)
+    x32 = x.float()
+    unrounded = x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + 1e-6) * weight
+    assert (out - unrounded).abs().gt(1e-5).float().mean() > 0.5
+
+
+def test_all_zero_row_is_zero_through_eps():
+    x, weight = _inputs((3, 64), torch.bfloat16)
+    x[2] = 0.0
+    out = rmsnorm_hf(x, weight)
+    assert torch.isfinite(out).all() and torch.equal(out[2], torch.zeros_like(out[2]))
+
+
+def test_eps_reaches_the_kernel():
+    x, weight = _inputs((4, 32), torch.float32)
+    x = x * 1e-3  # mean square ~1e-5: eps=0.1 dominates it
+    out = rmsnorm_hf(x, weight, 0.1)
+    assert_close_rounded(out, _expected(x, weight, 0.1))
+    assert out.abs().max() < 0.1
 
 
 def test_reference_is_the_hugging_face_formula():
     # Pins the reference to the textbook HF forward, written out independently.
-    x, weight = _inputs((3, 40), torch.float32)
-    variance = (x * x).sum(-1, keepdim=True) / 40
-    expected = weight * (x / torch.sqrt(variance + 1e-6))
-    atol, rtol = tolerance(torch.float32)
-    torch.testing.assert_close(rmsnorm_hf_ref(x, weight), expected, atol=atol, rtol=rtol)
+    x, weight = _inputs((3, 40), torch.bfloat16)
+    ref = rmsnorm_hf_ref(x, weight)
+    torch.testing.assert_close(ref, _expected(x, weight, 1e-6, device="cuda").to(torch.bfloat16), atol=0, rtol=2**-7)
 
 
-def test_non_contiguous_rows():
-    base, _ = _inputs((48, 6), torch.float32)
-    _, weight = _inputs((6, 48), torch.float32)
-    x = base.t()  # [6, 48], last-dim stride 6
-    atol, rtol = tolerance(torch.float32)
-    torch.testing.assert_close(
-        rmsnorm_hf(x, weight), rmsnorm_hf_ref(x, weight), atol=atol, rtol=rtol
-    )
+def test_strided_input_and_out():
+    # Row strides of input (a column slice of a wider buffer) and out (rows of another) differ.
+    base, weight = _inputs((6, 100), torch.bfloat16)
+    _, weight = _inputs((6, 48), torch.bfloat16)
+    x = base[:, 10:58]
+    out_buf = torch.full((6, 64), 7.0, dtype=torch.bfloat16)
+    out = out_buf[:, :48]
+    assert x.stride(0) != out.stride(0)
+    assert rmsnorm_hf(x, weight, 1e-6, out) is out
+    assert_close_rounded(out, _expected(x, weight, 1e-6))
+    assert torch.equal(out_buf[:, 48:], torch.full((6, 16), 7.0, dtype=torch.bfloat16))
 
 
 @pytest.mark.parametrize("shape", [(0, 64), (4, 0), (2, 0, 8)])
@@ -72,18 +101,22 @@ def test_empty_input_returns_empty(shape, monkeypatch):
     assert grids == []
 
 
-def test_triton_path_runs_and_torch_path_agrees(monkeypatch):
+def test_triton_path_runs_and_the_explicit_torch_path_agrees(monkeypatch):
     x, weight = _inputs((5, 77), torch.float16)
     assert use_triton(x, weight)  # the interpreter is on (tests/conftest.py)
     grids = _spy_launches(monkeypatch, rmsnorm_hf_module, "_rmsnorm_hf_kernel")
     triton_out = rmsnorm_hf(x, weight)
     assert grids == [(5,)]
-
     monkeypatch.setattr(rmsnorm_hf_module, "use_triton", lambda *tensors: False)
     torch_out = rmsnorm_hf(x, weight)
     assert grids == [(5,)]  # no second launch
-    atol, rtol = tolerance(torch.float16)
-    torch.testing.assert_close(triton_out, torch_out, atol=atol, rtol=rtol)
+    assert_close_rounded(torch_out, triton_out.float())
+
+
+def test_predicate_and_refusal():
+    assert is_supported_rmsnorm_hf_hidden_size(128) and not is_supported_rmsnorm_hf_hidden_size(0)
+    with pytest.raises(ValueError, match="is_supported_rmsnorm_hf_hidden_size"):
+        rmsnorm_hf(torch.zeros(1, 1 << 15), torch.ones(1 << 15))
 
 
 @pytest.mark.parametrize(
@@ -91,25 +124,32 @@ def test_triton_path_runs_and_torch_path_agrees(monkeypatch):
     [
         (lambda x, w: (x, w[:-1]), "weight"),
         (lambda x, w: (x, w.view(1, -1)), "weight"),
-        (lambda x, w: (x.to(torch.int32), w), "x"),
+        (lambda x, w: (x.to(torch.int32), w), "input"),
         (lambda x, w: (x, w.to(torch.float64)), "weight"),
-        (lambda x, w: (x[0, 0], w[:1]), "x"),
+        (lambda x, w: (x[0, 0], w[:1]), "input"),
     ],
     ids=["weight-short", "weight-2d", "x-int", "weight-fp64", "x-0d"],
 )
 def test_rejects_bad_inputs(make_args, arg):
     x, weight = _inputs((4, 32), torch.float32)
-    x_before, weight_before = x.clone(), weight.clone()
     bad_x, bad_weight = make_args(x, weight)
     with pytest.raises(ValueError, match=rf"rmsnorm_hf: {arg}"):
         rmsnorm_hf(bad_x, bad_weight)
-    assert torch.equal(x, x_before) and torch.equal(weight, weight_before)
 
 
-def test_rejects_negative_eps():
+def test_rejects_bad_out_and_negative_eps():
     x, weight = _inputs((2, 8), torch.float32)
     with pytest.raises(ValueError, match="rmsnorm_hf: eps"):
         rmsnorm_hf(x, weight, eps=-1.0)
+    with pytest.raises(ValueError, match="rmsnorm_hf: out"):
+        rmsnorm_hf(x, weight, 1e-6, torch.empty(2, 8, dtype=torch.float16))
+
+
+def test_is_a_custom_op_that_compiles_without_a_graph_break():
+    x, weight = _inputs((3, 16), torch.float32)
+    compiled = torch.compile(lambda a, w: rmsnorm_hf(a, w, 1e-5) + 0, fullgraph=True, backend="eager")
+    assert torch.equal(compiled(x, weight), rmsnorm_hf(x, weight, 1e-5))
+    assert hasattr(torch.ops.sglang, "rmsnorm_hf")
 
 
 def test_registry_targets():
