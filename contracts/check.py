@@ -39,6 +39,7 @@ class Result:
     engine_findings: list[Finding] = field(default_factory=list)  # parse-error, not-scanned
     # One line each, for the face to print (never cached: they describe this run).
     warnings: list[str] = field(default_factory=list)
+    src: str = ""  # absolute; finding paths are relative to it (`findings.displayed` shows them)
 
 
 def _below_root(module: str) -> str:
@@ -185,6 +186,7 @@ def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, s
         skipped_contracts=list(config.skipped),
         cache_status=status,
         engine_findings=engine,
+        src=src,
     )
 
 

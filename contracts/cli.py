@@ -126,7 +126,9 @@ def _check(argv: list[str]) -> int:
                  f"(remove it)" for rule, importer, imported in gone]
 
     from contracts import report
+    from contracts.findings import displayed
 
+    findings = displayed(findings, result.src)
     if args.format == "json":
         print(report.json_report(findings, result.files_scanned))
     elif args.format == "github":

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, replace
 
 
 @dataclass(frozen=True, order=True)
 class Finding:
     """One thing wrong, at one place.
 
-    `path` is relative to the source directory with `/` separators; `line` is the 1-based first
+    `path` is relative to the source directory with `/` separators (`displayed` makes it what
+    every output prints: relative to the working directory, absolute outside it); `line` is the 1-based first
     line of the offending statement (or string literal); `col` is 1-based. `imported` is what was
     referenced, `replacement` what to write instead (None when there is nothing to suggest).
     """
@@ -34,3 +36,31 @@ class Finding:
 
 
 JSON_FIELDS = ("rule", "path", "line", "col", "importer", "imported", "message", "replacement")
+
+
+def shown_path(path: str, src: str, cwd: str | None = None) -> str:
+    """`path` as a finding carries it (relative to `src`, `/`) as every output prints it: relative
+    to the directory the command runs in, with `/`, or absolute when outside it. So a GitHub
+    annotation's `file=` and an editor link name the file whatever `--src` was."""
+    full = os.path.normpath(os.path.join(src, *path.split("/")))
+    here = os.getcwd() if cwd is None else cwd
+    for a, b in ((full, here), (os.path.realpath(full), os.path.realpath(here))):  # a symlinked cwd
+        try:
+            rel = os.path.relpath(a, b)
+        except ValueError:  # another drive
+            continue
+        if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+            return rel.replace(os.sep, "/")
+    return full
+
+
+def displayed(findings, src: str, cwd: str | None = None) -> list[Finding]:
+    """`findings` with `shown_path` paths, also where a message quotes its own path. The one place
+    paths are made for output: every renderer and face takes its findings from here."""
+    out = []
+    for f in findings:
+        shown = shown_path(f.path, src, cwd)
+        if shown != f.path:
+            f = replace(f, path=shown, message=f.message.replace(f"`{f.path}`", f"`{shown}`"))
+        out.append(f)
+    return out

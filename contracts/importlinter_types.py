@@ -20,7 +20,7 @@ from rich.markup import escape
 from contracts import config as config_mod
 from contracts.check import Result, run
 from contracts.errors import NamespaceLintError
-from contracts.findings import Finding
+from contracts.findings import Finding, displayed
 
 _RUNS: dict[tuple, Result] = {}
 
@@ -85,7 +85,7 @@ class _OwnContract(Contract):
         except NamespaceLintError as e:
             return ContractCheck(kept=False, metadata={"error": str(e), "findings": []})
         mine = next(c for c in result.contracts if c.id == self.spec.id)
-        findings = sorted(set(mine.findings) | set(result.engine_findings))
+        findings = displayed(sorted(set(mine.findings) | set(result.engine_findings)), src)
         return ContractCheck(
             kept=not findings,
             metadata={"findings": [f.to_json() for f in findings], "files_scanned": result.files_scanned,

@@ -10,7 +10,7 @@ import sys
 import tokenize
 
 from contracts.engine.files import atomic_write
-from contracts.findings import Finding
+from contracts.findings import Finding, shown_path
 from contracts.fix.source import fix_source
 from contracts.fix.syntax import LINE_RE
 
@@ -49,6 +49,7 @@ def apply_fixes(cfg, src: str, result, write: bool, out=None) -> int:
     left: list[tuple[Finding, str]] = []
     for rel in sorted(by_path):
         path = os.path.join(src, *rel.split("/"))
+        shown = shown_path(rel, src)  # what the output names: relative to cwd (see findings.py)
         is_package = rel.rsplit("/", 1)[-1] == "__init__.py"
         findings = sorted(by_path[rel])
         try:
@@ -68,14 +69,14 @@ def apply_fixes(cfg, src: str, result, write: bool, out=None) -> int:
                     outcome.unfixable = [(f, reason) for f in outcome.fixed] + outcome.unfixable
                     outcome.fixed = []
             else:
-                out.write(_diff(rel, data, outcome.new))
+                out.write(_diff(shown, data, outcome.new))
         if outcome.fixed:
             n_fixed += len(outcome.fixed)
             n_files += 1
-            print(f"{rel}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
+            print(f"{shown}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
                   file=notes)
         for f, reason in sorted(outcome.unfixable):
-            print(f"{f.path}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
+            print(f"{shown}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
         left.extend(outcome.unfixable)
     verb = "Fixed" if write else "Would fix"
     print(f"{verb} {_plural(n_fixed, 'import')} in {_plural(n_files, 'file')}; "
@@ -85,8 +86,8 @@ def apply_fixes(cfg, src: str, result, write: bool, out=None) -> int:
 
 def _diff(rel: str, old: bytes, new: bytes) -> str:
     old_text, new_text = _decode(old), _decode(new)
-    lines = difflib.unified_diff(LINE_RE.findall(old_text), LINE_RE.findall(new_text),
-                                 f"a/{rel}", f"b/{rel}")
+    old_name, new_name = (rel, rel) if os.path.isabs(rel) else (f"a/{rel}", f"b/{rel}")
+    lines = difflib.unified_diff(LINE_RE.findall(old_text), LINE_RE.findall(new_text), old_name, new_name)
     text = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
                    for line in lines)
     return text

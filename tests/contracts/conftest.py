@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -103,13 +104,23 @@ def run_cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.C
                           capture_output=True, text=True, timeout=120)
 
 
+@contextlib.contextmanager
+def cwd(path: Path):
+    """Run in `path`, as a user does: printed paths are relative to the working directory."""
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(before)
+
+
 def run_json(root: Path, *args: str) -> tuple[int, dict]:
-    import contextlib
     import io
 
     from contracts.cli import main
 
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), cwd(root):
         code = main(["--config", str(root / ".importlinter"), "--no-cache", "--format", "json", *args])
     return code, json.loads(out.getvalue())

@@ -11,7 +11,7 @@ from contracts import baseline
 from contracts.cli import main
 from contracts.errors import UsageError
 from contracts.findings import Finding
-from tests.contracts.conftest import run_cli
+from tests.contracts.conftest import cwd, run_cli
 
 OLD = {
     "pkg/srt/models/m.py": "import os\nfrom pkg.jit_kernel import hicache\n",
@@ -20,7 +20,8 @@ OLD = {
 
 
 def _cli(root, *args, capsys):
-    code = main(["--config", str(root / ".importlinter"), "--no-cache", *args])
+    with cwd(root):
+        code = main(["--config", str(root / ".importlinter"), "--no-cache", *args])
     out, err = capsys.readouterr()
     return code, out, err
 

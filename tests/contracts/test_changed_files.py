@@ -12,7 +12,7 @@ from contracts import check
 from contracts import config as config_mod
 from contracts.cli import main
 from contracts.engine import model as model_mod
-from tests.contracts.conftest import run_cli
+from tests.contracts.conftest import cwd, run_cli
 
 TREE = {
     "pkg/srt/a.py": "import os\nfrom pkg.jit_kernel import hicache\n",
@@ -128,8 +128,9 @@ def test_cli_with_changed_files_and_the_default_cache(tree):
 
 def test_cli_reports_changed_files_in_json(tree, capsys):
     root = tree(TREE)
-    code = main(["--config", str(root / ".importlinter"), "--cache-dir", str(root / "c"), "--format", "json",
-                 str(root / "pkg/srt/b.py")])
+    with cwd(root):
+        code = main(["--config", str(root / ".importlinter"), "--cache-dir", str(root / "c"), "--format", "json",
+                     str(root / "pkg/srt/b.py")])
     out = capsys.readouterr().out
     assert code == 1
     assert [f["path"] for f in json.loads(out)["findings"]] == ["pkg/srt/b.py"]

@@ -67,7 +67,24 @@ def test_src_and_config_from_elsewhere_on_a_namespace_subpackage(tree, tmp_path_
     elsewhere = tmp_path_factory.mktemp("cwd")
     proc = run_cli(["--no-cache", "--config", str(root / ".importlinter"), "--src", str(root),
                     "--format", "json"], cwd=elsewhere)
-    assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == ["pkg/srt/models/m.py"]
+    # Outside the working directory: absolute.
+    assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == [str(root / "pkg/srt/models/m.py")]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github"])
+def test_paths_are_relative_to_the_working_directory_whatever_src_is(tree, fmt):
+    root = tree(VIOLATION)
+    # The package under python/, the config and the command at the repository root (upstream's layout).
+    (root / "python").mkdir()
+    (root / "pkg").rename(root / "python" / "pkg")
+    proc = run_cli(["--no-cache", "--src", "python", "--format", fmt], cwd=root)
+    assert proc.returncode == 1, proc.stderr
+    shown = {"text": "python/pkg/srt/models/m.py:2:1: removed-module",
+             "json": '"path": "python/pkg/srt/models/m.py"',
+             "github": "::error file=python/pkg/srt/models/m.py,line=2,col=1,"}[fmt]
+    assert shown in proc.stdout
+    proc = run_cli(["--no-cache", "--config", "../.importlinter", "--src", ".", "--format", fmt], cwd=root / "python")
+    assert shown.replace("python/", "") in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_paths_restrict_reported_findings(tree):

@@ -13,6 +13,7 @@ import pytest
 from contracts import fix
 from contracts.cli import main
 from contracts.findings import Finding
+from tests.contracts.conftest import cwd
 
 CASE = "pkg/srt/case.py"
 
@@ -129,7 +130,8 @@ BARE_IMPORT_UNSAFE = {
 
 
 def _fix(root, *args, diff=False):
-    return main(["--config", str(root / ".importlinter"), "--no-cache", "--diff" if diff else "--fix", *args])
+    with cwd(root):
+        return main(["--config", str(root / ".importlinter"), "--no-cache", "--diff" if diff else "--fix", *args])
 
 
 def _read(root, rel=CASE) -> bytes:
