@@ -81,6 +81,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
         graph_prefixes=tuple(sorted(graph_prefixes)),
         closure_stop=tuple(sorted(stop)),
         name_prefixes=tuple(sorted(name_prefixes)),
+        removed=tuple(dict.fromkeys(p for spec in removed for p in spec.removed)),
     )
 
 

@@ -12,8 +12,10 @@ import configparser
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from contracts.errors import ConfigError
+from contracts.prefixes import PrefixIndex, ancestors_or_self
 
 SECTION = "importlinter"
 CONTRACT_PREFIX = "importlinter:contract:"
@@ -88,17 +90,34 @@ class RemovedSpec:
     # (old prefix, new prefix), longest old prefix first: the first match is the longest one.
     replacements: tuple[tuple[str, str], ...] = ()
 
-    def replacement_for(self, module: str) -> str | None:
+    # Lookups by the module's name parts (`prefixes.py`): as fast with 1,000 prefixes as with 1.
+    @cached_property
+    def removed_index(self) -> PrefixIndex:
+        return PrefixIndex(self.removed)
+
+    @cached_property
+    def _replacement_map(self) -> dict[str, str]:
+        out: dict[str, str] = {}
         for old, new in self.replacements:
-            if is_under(module, old):
+            out.setdefault(old, new)
+        return out
+
+    def replacement_for(self, module: str) -> str | None:
+        """The new name of `module` by the longest `replacements` prefix it lies under."""
+        table = self._replacement_map
+        for old in ancestors_or_self(module):
+            new = table.get(old)
+            if new is not None:
                 return new + module[len(old):]
         return None
 
+    def names_replacement(self, module: str) -> bool:
+        """Does a `replacements` line name `module` itself (not only a package above it)?"""
+        return module in self._replacement_map
+
     def removed_prefix_of(self, module: str) -> str | None:
-        for prefix in self.removed:
-            if is_under(module, prefix):
-                return prefix
-        return None
+        """The first `removed_modules` prefix (in the order written) `module` is or lies under."""
+        return self.removed_index.first_of(module)
 
 
 @dataclass(frozen=True)
@@ -116,7 +135,11 @@ class GroupsSpec:
         if not module.startswith(self.container + "."):
             return None
         head = module[len(self.container) + 1:].split(".", 1)[0]
-        return head if head in self.groups else None
+        return head if head in self._group_set else None
+
+    @cached_property
+    def _group_set(self) -> frozenset[str]:
+        return frozenset(self.groups)
 
 
 @dataclass(frozen=True)

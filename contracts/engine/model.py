@@ -28,14 +28,15 @@ import os
 import stat as stat_mod
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from contracts.engine.cache import RACY_SECONDS, Cache, content_digest
 from contracts.engine.discover import Discovery, SourceFile, discover
 from contracts.engine.files import read_lines
 from contracts.engine.graph import Edge, EdgeScanner, is_plain_import, names_from_text, statement_names
-from contracts.engine.resolve import is_under
+from contracts.prefixes import PrefixIndex
 
-SCAN_VERSION = "5"  # 5: the DECODED flag; 4: records carry flags, ctime and read time
+SCAN_VERSION = "6"  # 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
 # A record, one per file (a list, pickled): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
@@ -53,10 +54,29 @@ class ScanPlan:
     graph_prefixes: tuple[str, ...]  # modules under these always get their edges scanned
     closure_stop: tuple[str, ...] = ()  # the import closure does not enter these
     name_prefixes: tuple[str, ...] = ()  # edges into these keep their from-imported names
+    # The removed prefixes themselves: files are routed to ast by `prefilter.py` (lookups by
+    # name parts, one pass over the bytes), not by searching for each of `ast_words`.
+    removed: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         return repr((SCAN_VERSION, self))
+
+    @cached_property
+    def ast_index(self) -> PrefixIndex:
+        return PrefixIndex(self.ast_prefixes)
+
+    @cached_property
+    def graph_index(self) -> PrefixIndex:
+        return PrefixIndex(self.graph_prefixes)
+
+    @cached_property
+    def name_index(self) -> PrefixIndex:
+        return PrefixIndex(self.name_prefixes)
+
+    @cached_property
+    def stop_index(self) -> PrefixIndex:
+        return PrefixIndex(self.closure_stop)
 
 
 @dataclass
@@ -160,6 +180,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
     records: dict[str, list] = {}
     unreadable: dict[str, str] = {}
     pending: dict[str, bytes] = {}  # content of the files still to parse with ast
+    hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
+    prefilter = _prefilter(plan)
     touched: set[str] = set()  # records made or changed in this run
     for f in disc.files:
         entry = old_files.get(f.rel)
@@ -178,9 +200,10 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
         if entry is not None and entry[DIGEST] is not None and content_digest(data) == entry[DIGEST]:
             records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
             continue
-        flags = _classify(f.module, data, plan, searchable)
+        flags, lines = _classify(f, data, plan, searchable, prefilter)
         if flags & AST:
             pending[f.rel] = data
+            hot[f.rel] = lines
         # A file that names nothing checked is read again when its stat changes: no hash needed.
         digest = content_digest(data) if cache is not None and flags else None
         records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
@@ -204,7 +227,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
                 rec[ERROR] = failed[f.module]
                 continue
             rec[EDGES] = edges.get(f.module, [])
-            rec[NAMES] = _names_for(f, rec[EDGES], plan.name_prefixes)
+            rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index)
 
     for rel, rec in records.items():  # parsed by an earlier run that stopped half way
         if rec[FLAGS] & AST and rec[REFS] is None and rec[ERROR] is None and rel not in pending:
@@ -213,6 +236,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
                     pending[rel] = fh.read()
             except OSError as e:
                 rec[ERROR] = f"cannot read: {e.strerror or e}"
+                continue
+            hot[rel] = _classify(by_rel[rel], pending[rel], plan, searchable, prefilter)[1]
 
     # One native scan: the edges of the graph files, and a full parse of the files ast will
     # read only in part (grimp is a syntax check for them; their edges are kept only if wanted).
@@ -221,21 +246,21 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
                            if not records[rel][FLAGS] & GRAPH and records[rel][ERROR] is None]
     decoded = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & DECODED}
     edges, failed = scanner.scan(batch, decoded) if batch else ({}, {})
-    _scan_ast(records, pending, by_rel, plan, parsed=set(edges))
+    _scan_ast(records, pending, hot, by_rel, plan, parsed=set(edges))
     store_edges(graph_files, edges, failed)
 
     # Close the graph under imports from the checked packages.
     graph_set = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH}
     if plan.graph_prefixes:
         rel_of = {m: f.rel for m, f in known.items()}
-        frontier = [m for m in rel_of if any(is_under(m, p) for p in plan.graph_prefixes)]
+        frontier = [m for m in rel_of if plan.graph_index.longest_of(m) is not None]
         reached = set(frontier)
         while frontier:
             missing = []
             for m in frontier:
                 rec = records.get(rel_of[m])
                 for imported, *_ in (rec[EDGES] or ()) if rec else ():
-                    if imported in reached or any(is_under(imported, s) for s in plan.closure_stop):
+                    if imported in reached or plan.stop_index.longest_of(imported) is not None:
                         continue
                     reached.add(imported)
                     missing.append(imported)
@@ -276,31 +301,52 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
     return model
 
 
-def _classify(module: str, data: bytes, plan: ScanPlan, searchable) -> int:
-    """AST | GRAPH | DECODED: what to do with a file of this content."""
+def _prefilter(plan: ScanPlan):
+    if not plan.removed:
+        return None
+    from contracts.engine.prefilter import RemovedPrefilter
+
+    return RemovedPrefilter(plan.removed)
+
+
+def _classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter) -> tuple[int, list[int] | None]:
+    """(AST | GRAPH | DECODED, hot lines): what to do with a file of this content. The hot lines
+    are those the prefilter found (None: the file's `ast_words` decide, as Python reads it)."""
     from contracts.engine.scan import declared_encoding
 
-    raw_ast = any(w in data for w in plan.ast_words)
+    module = f.module
     raw_graph = any(w in data for w in plan.graph_words)
-    ast_hit = raw_ast or any(is_under(module, p) for p in plan.ast_prefixes)
-    graph_hit = raw_graph or any(is_under(module, p) for p in plan.graph_prefixes)
+    under_ast = plan.ast_index.longest_of(module) is not None
+    graph_hit = raw_graph or plan.graph_index.longest_of(module) is not None
     # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers); for
     # ASCII source without a declaration (nearly every file) that is `data` itself, at once.
     hay = searchable(data)
+    if prefilter is not None:
+        lines = prefilter.hot_lines(hay, module, f.is_package)
+        ast_hit = bool(lines) or under_ast
+        decoded = False
+        if hay is not data:
+            hay_graph = any(w in hay for w in plan.graph_words)
+            # grimp's scanner reads raw UTF-8: a file in another declared encoding, or one whose
+            # names appear only once normalized, gets its edges from `ast`. (Prose in fullwidth
+            # punctuation, common in comments, changes under NFKC but needs no such detour.)
+            decoded = declared_encoding(data) is not None or (hay_graph and not raw_graph) or (
+                bool(lines) and lines != prefilter.hot_lines(data, module, f.is_package))
+            graph_hit = graph_hit or hay_graph
+        return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), lines
+    raw_ast = any(w in data for w in plan.ast_words)
+    ast_hit = raw_ast or under_ast
     decoded = False
     if hay is not data:
         hay_ast = any(w in hay for w in plan.ast_words)
         hay_graph = any(w in hay for w in plan.graph_words)
-        # grimp's scanner reads raw UTF-8: a file in another declared encoding, or one whose
-        # words appear only once normalized, gets its edges from `ast`. (Prose in fullwidth
-        # punctuation, common in comments, changes under NFKC but needs no such detour.)
         decoded = declared_encoding(data) is not None or (hay_ast and not raw_ast) or (
             hay_graph and not raw_graph)
         ast_hit, graph_hit = ast_hit or hay_ast, graph_hit or hay_graph
-    return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0)
+    return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), None
 
 
-def _scan_ast(records, pending, by_rel, plan: ScanPlan, parsed: set[str]) -> None:
+def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str]) -> None:
     """References of the files in `pending`: of the hot statements only where grimp parsed the
     whole file (`parsed`), else (or when the kept text does not parse) of the whole file."""
     from contracts.engine import scan as scan_mod
@@ -313,15 +359,16 @@ def _scan_ast(records, pending, by_rel, plan: ScanPlan, parsed: set[str]) -> Non
         rec = records[rel]
         if rec[ERROR] is not None:
             continue
+        lines = hot.get(rel)
         result = None
         if f.module in parsed and (limit is None or len(data) <= limit):
-            kept = keep_hot_statements(data, plan.ast_words)
+            kept = keep_hot_statements(data, plan.ast_words, lines)
             if kept is not None:
-                result = scan_source(kept, f.module, f.is_package, plan.ast_words)
+                result = scan_source(kept, f.module, f.is_package, plan.ast_words, lines)
                 if result.error is not None:
                     result = None  # a line at column 0 inside brackets: parse it all
         if result is None:
-            result = scan_source(data, f.module, f.is_package, plan.ast_words)
+            result = scan_source(data, f.module, f.is_package, plan.ast_words, lines)
         rec[REFS] = [_ref_tuple(r) for r in result.refs]
         rec[ERROR] = result.error
     pending.clear()
@@ -330,7 +377,7 @@ def _scan_ast(records, pending, by_rel, plan: ScanPlan, parsed: set[str]) -> Non
 def _names_for(f: SourceFile, edges, prefixes) -> dict | None:
     needed = {}
     for imported, line, contents in edges:
-        if line not in needed and "import" in contents and any(is_under(imported, p) for p in prefixes):
+        if line not in needed and "import" in contents and prefixes.longest_of(imported) is not None:
             needed[line] = contents
     if not needed:
         return None

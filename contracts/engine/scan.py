@@ -97,7 +97,10 @@ def searchable(data: bytes) -> bytes:
     except (UnicodeDecodeError, LookupError):
         return data
     if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
+        # Line by line, and only the lines that change: NFKC never joins across a line break,
+        # and most such files have a few lines of fullwidth punctuation in comments.
+        text = "\n".join(line if line.isascii() or unicodedata.is_normalized("NFKC", line)
+                         else unicodedata.normalize("NFKC", line) for line in text.split("\n"))
     elif encoding is None:  # most non-ASCII files: prose in comments
         return data
     out = text.encode("utf-8")
@@ -163,11 +166,12 @@ def hot_lines(hay: bytes, words) -> list[int]:
     return sorted(found)
 
 
-def scan_source(data: bytes, module: str, is_package: bool, words: tuple[bytes, ...] | None = None) -> FileScan:
-    """Scan one file. With `words`, only statements on lines that contain one of them are
-    looked into (what the rules need, and far cheaper than visiting every node); without,
-    every import statement is returned. Never raises: what cannot be scanned comes back as
-    `FileScan([], error=reason)`."""
+def scan_source(data: bytes, module: str, is_package: bool, words: tuple[bytes, ...] | None = None,
+                hot: list[int] | None = None) -> FileScan:
+    """Scan one file. With `words` (or `hot`, the line numbers themselves, ascending), only
+    statements that span a line containing one of them are looked into (what the rules need,
+    and far cheaper than visiting every node); without, every import statement is returned.
+    Never raises: what cannot be scanned comes back as `FileScan([], error=reason)`."""
     if len(data) > MAX_PARSE_BYTES:
         return FileScan([], error=(
             f"{len(data) / 2**20:.1f} MiB, over the {MAX_PARSE_BYTES // 2**20} MiB this tool parses "
@@ -179,8 +183,7 @@ def scan_source(data: bytes, module: str, is_package: bool, words: tuple[bytes, 
             tree = ast.parse(text)
     except Exception as e:  # noqa: BLE001 - one bad file is a finding, never a crash of the run
         return FileScan([], error=error_reason(data, e))
-    hot = None
-    if words is not None:
+    if hot is None and words is not None:
         hot = hot_lines(searchable(data), words)
     scanner = _Scanner(module, is_package, hot)
     try:
@@ -282,8 +285,10 @@ class _Scanner:
                 skip.update(id(v) for v in sub.values if isinstance(v, ast.Constant))
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in skip:
                 value = sub.value
+                # A string spans its hot line: implicit concatenation over several lines
+                # (`"pkg.a." "b"`) has the name's last part on a later line than the first.
                 if "." in value and len(value) < 300 and _TARGET_RE.match(value) and \
-                        (self.hot is None or sub.lineno in self.hot):
+                        (self.hot is None or sub.lineno in self.hot or self._spans_hot(sub)):
                     module, _, attr = value.partition(":")
                     self._ref(sub, "string", module, lazy, tc, attr=attr or None)
 

@@ -45,12 +45,15 @@ _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
 
 
-def keep_hot_statements(data: bytes, words: tuple[bytes, ...]) -> bytes | None:
+def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | None = None) -> bytes | None:
     """`data` (a Python file) with every line outside the top-level statements that span a line
-    containing one of `words` blanked, as UTF-8; None when the whole file should be parsed."""
+    containing one of `words` (or a line of `hot`, 1-based, ascending) blanked, as UTF-8; None
+    when the whole file should be parsed."""
     if len(data) < MIN_BYTES:
         return None
-    hot = [n - 1 for n in hot_lines(searchable(data), words)]  # 0-based here
+    if hot is None:
+        hot = hot_lines(searchable(data), words)
+    hot = [n - 1 for n in hot]  # 0-based here
     if not hot:
         return None
     try:

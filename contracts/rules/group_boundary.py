@@ -32,26 +32,45 @@ from __future__ import annotations
 
 from contracts.config import GroupsSpec
 from contracts.engine.model import Model
-from contracts.engine.resolve import is_under
 from contracts.findings import Finding
+from contracts.prefixes import PrefixIndex, ancestors_or_self
 from contracts.rules._common import adjacency_of, chain_text, chains_from, col_of, first_hop, rel_of
 
 RULE_ID = "group-boundary"
 FIX = "never"
 
 
-def _allowed(spec: GroupsSpec, importer: str, imported: str, used: set) -> bool:
+def _allowed_table(spec: GroupsSpec) -> dict[str, dict[str, int]]:
+    """importer prefix -> imported prefix -> the first `allowed_imports` line naming the pair."""
+    table: dict[str, dict[str, int]] = {}
     for i, (a, b) in enumerate(spec.allowed_imports):
-        if is_under(importer, a) and is_under(imported, b):
-            used.add(i)
-            return True
-    return False
+        table.setdefault(a, {}).setdefault(b, i)
+    return table
+
+
+def _allowed(table: dict, importer: str, imported: str, used: set) -> bool:
+    """Does an `allowed_imports` line cover the import? Marks the first such line used. (By the
+    modules' name parts: the cost does not grow with the number of lines.)"""
+    best = None
+    for a in ancestors_or_self(importer):
+        row = table.get(a)
+        if row is None:
+            continue
+        for b in ancestors_or_self(imported):
+            i = row.get(b)
+            if i is not None and (best is None or i < best):
+                best = i
+    if best is None:
+        return False
+    used.add(best)
+    return True
 
 
 def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple = ()) -> list[Finding]:
     """`stop`: packages whose modules chains may not pass through (the higher layers: a chain
     through them starts with a `layer` finding at its first hop, reported there)."""
     used = set() if used is None else used
+    table = _allowed_table(spec)
     findings = []
     cross = []
     for e in model.edges:
@@ -59,7 +78,7 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
         if g is None or h is None or g == h:
             continue
         cross.append(e)
-        if _allowed(spec, e.importer, e.imported, used):
+        if _allowed(table, e.importer, e.imported, used):
             continue
         findings.append(Finding(
             rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line), RULE_ID,
@@ -69,7 +88,7 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
         ))
     direct = {(e.importer, e.imported) for e in cross}
     edges = adjacency_of([e for e in model.edges if (e.importer, e.imported) not in direct])
-    blocked = (*spec.shared_modules, *stop)
+    blocked = PrefixIndex((*spec.shared_modules, *stop))
     for g in spec.groups:
         sources = {m for m in model.graph_modules if spec.group_of(m) == g}
         if not sources:
@@ -77,10 +96,10 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
         chains = chains_from(
             edges, sources,
             target_key=lambda m, g=g: (spec.group_of(m) if spec.group_of(m) not in (None, g) else None),
-            passable=lambda m: spec.group_of(m) is None and not any(is_under(m, b) for b in blocked),
+            passable=lambda m: spec.group_of(m) is None and blocked.longest_of(m) is None,
         )
         for h, chain in sorted(chains.items()):
-            if _allowed(spec, chain[0], chain[-1], used):
+            if _allowed(table, chain[0], chain[-1], used):
                 continue
             line, col = first_hop(model, chain)
             findings.append(Finding(

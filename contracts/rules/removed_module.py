@@ -75,7 +75,7 @@ def references(model: Model, spec: RemovedSpec):
                     # `from removed.pkg import x`: `x` is a submodule when a replacement line
                     # names it more precisely than the package; otherwise an attribute.
                     imported = ref.imported
-                    if candidate and _more_specific(spec, candidate, ref.imported):
+                    if candidate and spec.names_replacement(candidate):
                         imported = candidate
                 elif candidate and spec.removed_prefix_of(candidate):
                     imported = candidate
@@ -83,14 +83,6 @@ def references(model: Model, spec: RemovedSpec):
                 continue
             seen.add((ref.line, ref.col, imported))
             yield rel, importer, ref, imported
-
-
-def _more_specific(spec: RemovedSpec, candidate: str, base: str) -> bool:
-    """Does a `replacements` line name `base.x` itself (so `x` is a moved submodule)?"""
-    for old, _new in spec.replacements:  # longest first
-        if candidate == old or candidate.startswith(old + "."):
-            return old == candidate
-    return False
 
 
 def check(model: Model, spec: RemovedSpec) -> list[Finding]:

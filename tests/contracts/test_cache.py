@@ -288,8 +288,9 @@ def test_runs_of_different_contracts_do_not_mix(tree, tmp_path_factory, not_racy
     monkeypatch.setattr(graph_mod.EdgeScanner, "scan", spy)
     only = check.run(cfg, str(root), cache_dir=str(cache), contract_ids=["removed"])
     assert [f.rule for f in only.findings] == ["removed-module"]
-    # No graph for a removed_modules contract: only the syntax check of the files naming it.
-    assert sorted(scanned) == ["pkg/srt/m.py", "pkg/srt/mem_cache/host.py"]
+    # No graph for a removed_modules contract: only the syntax check of the file naming it
+    # (host.py holds the word in `can_use_hicache_jit_kernel`, a name the prefilter passes over).
+    assert sorted(scanned) == ["pkg/srt/m.py"]
     full = check.run(cfg, str(root), cache_dir=str(cache))
     assert sorted(f.rule for f in full.findings) == ["group-boundary", "removed-module"]
     again = check.run(cfg, str(root), cache_dir=str(cache), contract_ids=["removed"])

@@ -1,0 +1,216 @@
+"""Which lines of a file can name a removed module: one byte-level pass, whatever the prefixes.
+
+A reference to a module under a removed prefix `r.a.b` is, in the source text, one of:
+
+- an absolute import: the name `r.a.b...` as written (`import r.a.b.c`, `from r.a.b import f`),
+  or `from <ancestor> import <name>` with `<ancestor>.<name>` under the prefix;
+- a relative import (`from ..b import f`), resolved against the file's own package;
+- a string: a quoted dotted path under the prefix (`"r.a.b.f"`, `"r.a.b:attr"`), the same split
+  by implicit concatenation (`"r.a." "b.f"`, over several lines), or a package named by
+  `importlib.import_module(".b", "r.a")`.
+
+Every such form holds the root package name `r` followed by a dot, or a `from` followed by a
+dot, so the file is searched for those words only (a literal search, at memory speed), and each
+hit is looked up by its name parts in a `PrefixIndex`: the cost per file depends on how often
+the root package is named, not on how many prefixes there are. A hit that might be a reference
+makes its line hot; `ast` then reads only the top-level statements around the hot lines and
+confirms (the rules keep only what really lies under a prefix). Anything this pass cannot tell
+apart cheaply -- an escape or a line continuation inside the name, a name split across string
+pieces, a non-ASCII identifier -- is hot, so the pass never hides a reference the full `ast`
+pass would find (`tests/contracts/test_prefilter.py` checks that on generated files).
+
+Files whose text Python reads differently from their bytes (a declared encoding, identifiers
+that NFKC normalization changes) do not come here: they take the word search in `model.py`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from contracts.engine.graph import names_from_text
+from contracts.engine.resolve import resolve_relative
+from contracts.prefixes import PrefixIndex
+
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") | frozenset(range(128, 256))
+_QUOTES = frozenset(b"'\"")
+_SPACE = frozenset(b" \t\f")
+_FROM_TAIL = re.compile(r"(?:^|(?<=[^\w.]))(?P<kw>from)[ \t\f]+$")
+_RELATIVE = re.compile(rb"from[ \t\f\\\n]*\.")
+_RELATIVE_LINE = re.compile(r"[ \t\f]*from[ \t\f]*(\.+)[ \t\f]*([A-Za-z_]\w*(?:\.\w+)*)?[ \t\f]+import[ \t\f(]")
+_IMPORT_MODULE = b"import_module"
+
+
+class RemovedPrefilter:
+    """The hot lines of files for one set of removed prefixes (a `PrefixIndex`)."""
+
+    def __init__(self, prefixes) -> None:
+        self.index = PrefixIndex(prefixes)
+        self._paths = {
+            root.encode(): re.compile(re.escape(root.encode()) + rb"(?:\.\w+)*") for root in self.index.roots()
+        }
+        self._kind: dict[bytes, int] = {}
+
+    # What a dotted name found in the text is, memoized (a tree names few distinct modules).
+    UNDER, ANCESTOR, TEXT_PREFIX, OTHER = 1, 2, 4, 0
+
+    def _kind_of(self, path: bytes) -> int:
+        kind = self._kind.get(path)
+        if kind is None:
+            name = path.decode("ascii")
+            index = self.index
+            if index.longest_of(name) is not None:
+                kind = self.UNDER
+            else:
+                kind = (self.ANCESTOR if index.is_ancestor(name) else 0) | (
+                    self.TEXT_PREFIX if index.starts_text(name) else 0)
+            self._kind[path] = kind
+        return kind
+
+    def hot_lines(self, data: bytes, module: str, is_package: bool) -> list[int]:
+        """1-based numbers of the lines (as Python counts them) that may hold a reference."""
+        if b"\r" in data:  # Python breaks lines at \r\n, \r and \n; so do the offsets below
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        hits: list[int] = []
+        size = len(data)
+        dynamic = None  # does the file call import_module (a relative target names its package)?
+        for root, pattern in self._paths.items():
+            if root not in data:
+                continue
+            for m in pattern.finditer(data):
+                start, end = m.span()
+                before = data[start - 1] if start else 10
+                if before in _WORD:
+                    continue  # inside a longer name (`my_root`, `x.root`)
+                kind = self._kind_of(m.group())
+                if kind & self.UNDER:
+                    hits.append(start)
+                    continue
+                after = data[end] if end < size else 10
+                if before in _QUOTES:
+                    if after == before:  # the whole string; concatenation may continue it
+                        if dynamic is None:
+                            dynamic = _IMPORT_MODULE in data
+                        if dynamic or (kind & (self.TEXT_PREFIX | self.ANCESTOR) and _string_follows(data, end + 1)):
+                            hits.append(start)
+                    elif after == 0x2E:  # `"r.a.` then more: a piece of a concatenation
+                        if kind & (self.TEXT_PREFIX | self.ANCESTOR):
+                            hits.append(start)
+                    elif after == 0x5C or after >= 128:  # an escape, a non-ASCII name part
+                        hits.append(start)
+                    continue
+                if after >= 128 or _name_goes_on(data, end):
+                    hits.append(start)  # `r .a`, `r.a\` newline `.b`, `r.a. b`: let ast read it
+                    continue
+                if kind & self.ANCESTOR and self._from_names_hot(data, start, m.group().decode("ascii")):
+                    hits.append(start)
+        if b"from" in data:
+            for m in _RELATIVE.finditer(data):
+                start = m.start()
+                if start and data[start - 1] in _WORD:
+                    continue
+                if self._relative_hot(data, start, module, is_package):
+                    hits.append(start)
+        return _line_numbers(data, hits)
+
+    def _from_names_hot(self, data: bytes, start: int, base: str) -> bool:
+        """Is the ancestor `base` at `start` the module of `from base import names` with one of
+        the names under a prefix (or names that cannot be read off the line)?"""
+        line_start = data.rfind(b"\n", 0, start) + 1
+        head = data[line_start:start].decode("utf-8", "replace")
+        m = _FROM_TAIL.search(head)
+        if m is None:
+            # After a backslash continuation the `from` is on the line above.
+            return not head.strip() and line_start >= 2 and data[line_start - 2] == 0x5C
+        if not _starts_statement(head[:m.start("kw")]):
+            return False  # `from` in prose (`... read from sglang.x`): not a statement
+        line = _line_at(data, line_start)
+        names = names_from_text(line[m.start("kw"):], _lines_after(data, line_start))
+        if names is None:
+            return True
+        index = self.index
+        return any(index.longest_of(f"{base}.{n}") is not None for n in names if n != "*")
+
+    def _relative_hot(self, data: bytes, start: int, module: str, is_package: bool) -> bool:
+        line_start = data.rfind(b"\n", 0, start) + 1
+        head = data[line_start:start].decode("utf-8", "replace")
+        if head.strip(" \t\f"):
+            # `if x: from . import y` (let ast tell), or prose (`... from. Then`): not a statement
+            return _starts_statement(head)
+        line = _line_at(data, line_start)
+        m = _RELATIVE_LINE.match(line)
+        if m is None:
+            return True
+        base = resolve_relative(module, is_package, len(m.group(1)), m.group(2) or None)
+        if base is None:
+            return False  # above the top package: not a module at all
+        index = self.index
+        if index.longest_of(base) is not None:
+            return True
+        if not index.is_ancestor(base):
+            return False
+        names = names_from_text(line, _lines_after(data, line_start))
+        if names is None:
+            return True
+        return any(index.longest_of(f"{base}.{n}") is not None for n in names if n != "*")
+
+
+def _starts_statement(head: str) -> bool:
+    """Can a statement start after `head`, the text before it on its line? At the start (blanks
+    only), or after `;` or a compound statement's `:`."""
+    head = head.rstrip(" \t\f")
+    return not head or head[-1] in ":;"
+
+
+def _lines_after(data: bytes, line_start: int):
+    """The lines after the one starting at `line_start`, decoded, one at a time."""
+    pos = data.find(b"\n", line_start)
+    while pos >= 0:
+        nxt = data.find(b"\n", pos + 1)
+        yield data[pos + 1:nxt if nxt >= 0 else len(data)].decode("utf-8", "replace")
+        pos = nxt
+
+
+_STRING_START = re.compile(rb"""(?:[ \t\f\n]|\\\n|\#[^\n]*)*(?:[rRbBuUfFtT]{1,2})?['"]""")
+
+
+def _string_follows(data: bytes, pos: int) -> bool:
+    """Does another string literal follow at `pos` (implicit concatenation: only blanks, line
+    breaks, continuations and comments between)?"""
+    return _STRING_START.match(data, pos) is not None
+
+
+def _name_goes_on(data: bytes, end: int) -> bool:
+    """Could the dotted name that ends at `end` go on (blanks, a backslash continuation, or a
+    dot then a name part: `r .a`, `r.a. b`)? Then its full text is for ast to read."""
+    size = len(data)
+    i = end
+    while i < size and data[i] in _SPACE:
+        i += 1
+    if i >= size:
+        return False
+    if data[i] == 0x5C:
+        return True
+    if data[i] != 0x2E:
+        return False
+    i += 1
+    while i < size and data[i] in _SPACE:
+        i += 1
+    return i < size and (data[i] in _WORD or data[i] == 0x5C)
+
+
+def _line_at(data: bytes, line_start: int) -> str:
+    end = data.find(b"\n", line_start)
+    return data[line_start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+
+
+def _line_numbers(data: bytes, offsets: list[int]) -> list[int]:
+    if not offsets:
+        return []
+    out = []
+    line, counted = 1, 0
+    for pos in sorted(offsets):
+        line += data.count(b"\n", counted, pos)
+        counted = pos
+        if not out or out[-1] != line:
+            out.append(line)
+    return out

