@@ -27,44 +27,21 @@ def main() -> int:
     if not torch.cuda.is_available():
         print(f"{NAME}: no CUDA device, nothing to measure")
         return 0
-    from sglang.kernels.ops.quantization import (
-        per_token_group_dequant_8bit,
-        per_token_group_dequant_8bit_ref,
-        per_token_group_quant_8bit,
-        per_token_group_quant_8bit_ref,
-    )
+    from sglang.kernels.ops.quantization import per_token_group_quant, per_token_group_quant_ref
 
     print(f"group_size={GROUP_SIZE}, bf16 activations")
-    print(
-        f"{'op':>8} {'format':>14} {'shape':>11} {'triton ms':>10} {'torch ms':>9} {'speedup':>8}"
-    )
-    for qdtype in (torch.float8_e4m3fn, torch.int8):
-        fmt = str(qdtype).removeprefix("torch.")
+    print(f"{'format':>20} {'shape':>11} {'triton ms':>10} {'torch ms':>9} {'speedup':>8}")
+    for qdtype, ue8m0 in ((torch.float8_e4m3fn, False), (torch.float8_e4m3fn, True), (torch.int8, False)):
+        fmt = str(qdtype).removeprefix("torch.") + (" ue8m0" if ue8m0 else "")
         for tokens, hidden in SHAPES:
             x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
-            x_q, scales = per_token_group_quant_8bit(x, GROUP_SIZE, qdtype)
-            cases = [
-                (
-                    "quant",
-                    lambda x=x, q=qdtype: per_token_group_quant_8bit(x, GROUP_SIZE, q),
-                    lambda x=x, q=qdtype: per_token_group_quant_8bit_ref(x, GROUP_SIZE, q),
-                ),
-                (
-                    "dequant",
-                    lambda q=x_q, s=scales: per_token_group_dequant_8bit(
-                        q, s, GROUP_SIZE, torch.bfloat16
-                    ),
-                    lambda q=x_q, s=scales: per_token_group_dequant_8bit_ref(
-                        q, s, GROUP_SIZE, torch.bfloat16
-                    ),
-                ),
-            ]
-            for op, triton_fn, torch_fn in cases:
-                t_triton, t_torch = _median_ms(triton_fn), _median_ms(torch_fn)
-                print(
-                    f"{op:>8} {fmt:>14} {f'{tokens}x{hidden}':>11} {t_triton:>10.4f} "
-                    f"{t_torch:>9.4f} {t_torch / t_triton:>7.2f}x"
-                )
+            kw = dict(group_size=GROUP_SIZE, out_dtype=qdtype, scale_ue8m0=ue8m0)
+            t_triton = _median_ms(lambda x=x, kw=kw: per_token_group_quant(x, **kw))
+            t_torch = _median_ms(lambda x=x, kw=kw: per_token_group_quant_ref(x, **kw))
+            print(
+                f"{fmt:>20} {f'{tokens}x{hidden}':>11} {t_triton:>10.4f} "
+                f"{t_torch:>9.4f} {t_torch / t_triton:>7.2f}x"
+            )
     return 0
 
 

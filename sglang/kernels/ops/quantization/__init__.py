@@ -1,19 +1,12 @@
 """Quantization group: 8-bit (int8 / float8_e4m3fn) quantization with per-token-group scales.
 
-- `per_token_group_quant_8bit(x, group_size, dtype, eps, scale_ue8m0)` -> (x_q, scales)
-- `per_token_group_dequant_8bit(x_q, scales, group_size, out_dtype)` -> x
+- `per_token_group_quant(input, output_q=None, output_s=None, group_size=128, ...)` ->
+  `(output_q, output_s)`: upstream 0.5.17's successor of `per_token_group_quant_8bit`.
 """
 
-from sglang.kernels.ops.quantization.per_token_group_quant_8bit import (
-    per_token_group_dequant_8bit,
-    per_token_group_dequant_8bit_ref,
-    per_token_group_quant_8bit,
-    per_token_group_quant_8bit_ref,
+from sglang.kernels.ops.quantization.per_token_group_quant import (
+    per_token_group_quant,
+    per_token_group_quant_ref,
 )
 
-__all__ = [
-    "per_token_group_dequant_8bit",
-    "per_token_group_dequant_8bit_ref",
-    "per_token_group_quant_8bit",
-    "per_token_group_quant_8bit_ref",
-]
+__all__ = ["per_token_group_quant", "per_token_group_quant_ref"]
