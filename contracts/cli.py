@@ -29,10 +29,12 @@ class _Parser(argparse.ArgumentParser):
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint", description="Guard a namespace migration: removed modules, "
                 "operator-group boundaries, the kernel layer. Reads the same .importlinter as lint-imports.")
-    p.add_argument("--config", default=".importlinter", metavar="FILE",
-                   help="the import-linter config (default: .importlinter in the current directory)")
+    p.add_argument("--config", metavar="FILE",
+                   help="the import-linter config (default: the first .importlinter, setup.cfg with "
+                   "[importlinter] or pyproject.toml with [tool.importlinter], in the current directory "
+                   "or above it up to the repository root)")
     p.add_argument("--src", metavar="DIR", help="the directory that contains the root package(s) "
-                   "(default: the config file's directory)")
+                   "(default: the config's `source_dir`, else the config file's directory)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text")
     p.add_argument("--contract", action="append", metavar="ID", help="check only this contract id (repeatable)")
     p.add_argument("--cache-dir", metavar="DIR", help=f"where to keep per-file results (default: {CACHE_DIRNAME}/ beside the config)")
@@ -86,12 +88,25 @@ def _check(argv: list[str]) -> int:
     from contracts.errors import UsageError
 
     args = _check_parser().parse_args(argv)
-    cfg = config_mod.load(args.config)
-    src = args.src if args.src is not None else os.path.dirname(os.path.abspath(args.config))
-    if not os.path.isdir(src):
-        raise UsageError(f"--src {src}: no such directory")
+    config_path = args.config or config_mod.find()
+    if config_path is None:
+        raise UsageError("no configuration found: no .importlinter, setup.cfg with [importlinter] or "
+                         "pyproject.toml with [tool.importlinter] in this directory or above it up to the "
+                         "repository root (pass --config FILE)")
+    cfg = config_mod.load(config_path)
+    for line in cfg.warnings:
+        print(f"namespace-lint: warning: {line}", file=sys.stderr)
+    if args.src is not None:
+        src = args.src
+        if not os.path.isdir(src):
+            raise UsageError(f"--src {src}: no such directory")
+    else:
+        src = cfg.source_dir or cfg.base
+        if not os.path.isdir(src):
+            raise UsageError(f"{config_mod.display_name(cfg.path)}, section [importlinter], option "
+                             f"'source_dir': {config_mod.display_name(src)} is not a directory")
     cache_dir = None if args.no_cache or args.fix or args.diff else (
-        args.cache_dir or os.path.join(os.path.dirname(os.path.abspath(args.config)), CACHE_DIRNAME))
+        args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
     for p in args.paths:
         if not os.path.exists(p):
             raise UsageError(f"PATH {p}: no such file or directory")

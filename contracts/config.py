@@ -8,17 +8,18 @@ same one-line messages. Every invalid option is reported; the first one found is
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from contracts import config_source
+from contracts.config_source import shown
 from contracts.errors import ConfigError
 from contracts.prefixes import PrefixIndex, ancestors_or_self
 
-SECTION = "importlinter"
-CONTRACT_PREFIX = "importlinter:contract:"
+SECTION = config_source.SECTION
+CONTRACT_PREFIX = config_source.CONTRACT_PREFIX
 
 # The class paths `.importlinter` registers under `contract_types`, by our contract kind.
 OWN_CLASSES = {
@@ -233,40 +234,36 @@ class Config:
     layers: list[LayerSpec] = field(default_factory=list)
     # Contracts of other types (stock import-linter ones): `lint-imports` runs them, the CLI does not.
     skipped: list[str] = field(default_factory=list)
+    # The repository's layout (`LAYOUT_OPTIONS`), paths relative to the config file's directory.
+    source_dir: str | None = None  # absolute: the directory holding the root packages
+    importer_paths: tuple[str, ...] = ()  # files, directories, globs outside the root packages
+    exclude: tuple[str, ...] = ()  # globs/paths not walked, neither as modules nor as importers
+    # What one face reads differently from the other: one line each (the face prints them).
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        """The directory the layout options are relative to: the config file's."""
+        return os.path.dirname(self.path)
 
     @property
     def fingerprint(self) -> str:
-        return repr((self.root_packages, self.removed, self.groups, self.layers))
+        return repr((self.root_packages, self.removed, self.groups, self.layers, self.source_dir,
+                     self.importer_paths, self.exclude))
 
 
-def _clean(section: configparser.SectionProxy) -> dict:
-    # The same cleaning import-linter applies: a value with newlines becomes a list of lines.
-    return {k: (v.strip().split("\n") if "\n" in v else v) for k, v in section.items()}
-
-
-def _shown(text: str) -> str:
-    """`text` for a one-line message: control characters (a vertical tab, a NUL, a newline read
-    from the file) are written as escapes."""
-    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+_shown = shown
+find = config_source.find
+display_name = config_source.display_name
 
 
 def load(path: str) -> Config:
-    display = os.path.relpath(path) if not os.path.isabs(path) else path
-    if not os.path.isfile(path):
-        raise ConfigError("no such file (pass --config FILE, or run where .importlinter is).", file=_shown(display))
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        with open(path, encoding="utf-8") as f:
-            parser.read_file(f)
-    except (configparser.Error, UnicodeDecodeError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(_shown(f"cannot be read as INI: {first}"), file=_shown(display)) from None
-    if SECTION not in parser:
-        raise ConfigError(f"has no [{SECTION}] section.", file=_shown(display))
-    session = _clean(parser[SECTION])
+    raw = config_source.read(path)
+    session, display = raw.session, raw.display
+    session_label = "tool.importlinter" if raw.is_toml else SECTION
 
-    def err(message, section=SECTION, option=None):
-        return ConfigError(_shown(message), file=_shown(display), section=_shown(section),
+    def err(message, section=session_label, option=None):
+        return ConfigError(_shown(message), file=display, section=_shown(section),
                            option=option and _shown(option))
 
     roots = as_lines(session.get("root_packages")) or as_lines(session.get("root_package"))
@@ -277,18 +274,17 @@ def load(path: str) -> Config:
             raise err(f"'{r}' is not a top-level package name.", option="root_packages")
 
     kinds: dict[str, str] = {}
-    for line in as_lines(session.get("contract_types")):
+    type_lines = as_lines(session.get("contract_types"))
+    for line in type_lines:
         name, sep, cls = line.partition(":")
         if not sep or not name.strip() or not cls.strip():
             raise err(f"line '{line}' must be 'name: module.Class'.", option="contract_types")
         kinds[name.strip()] = OWN_CLASSES.get(cls.strip(), "other:" + cls.strip())
 
-    config = Config(path=os.path.abspath(path), root_packages=tuple(roots))
-    for section in parser.sections():
-        if not section.startswith(CONTRACT_PREFIX):
-            continue
-        cid = section[len(CONTRACT_PREFIX):]
-        options = _clean(parser[section])
+    config = Config(path=raw.path, root_packages=tuple(roots))
+    config.warnings = raw.warnings + config_source.contract_type_warnings(raw, type_lines)
+    _layout(config, session, err)
+    for section, cid, options in raw.contracts:
         ctype = options.get("type")
         if not ctype or isinstance(ctype, list):
             raise err("every contract needs a single 'type'.", section=section, option="type")
@@ -300,7 +296,7 @@ def load(path: str) -> Config:
             known = sorted(set(kinds) | STOCK_TYPES)
             raise err(
                 f"unknown contract type '{ctype}' (known: {', '.join(known)}; register yours "
-                f"under 'contract_types' in [{SECTION}]).",
+                f"under 'contract_types' in [{session_label}]).",
                 section=section, option="type",
             )
         if kind.startswith("other:"):
@@ -320,3 +316,22 @@ def load(path: str) -> Config:
             option="contract_types",
         )
     return config
+
+
+# Options of the [importlinter] section that describe the repository's layout. import-linter
+# ignores session options it does not know, so they can live beside `root_packages`.
+LAYOUT_OPTIONS = ("source_dir", "importer_paths", "exclude")
+
+
+def _layout(config: Config, session: dict, err) -> None:
+    source = session.get("source_dir")
+    if source is not None:
+        if isinstance(source, list) or not str(source).strip():
+            raise err("expected one directory (relative to this file), e.g. 'python'.", option="source_dir")
+        config.source_dir = os.path.normpath(os.path.join(config.base, str(source).strip()))
+    for option in ("importer_paths", "exclude"):
+        items = as_lines(session.get(option))
+        for item in items:
+            if "\0" in item or not item.isprintable():
+                raise err(f"'{item}' is not a path or glob.", option=option)
+        setattr(config, option, tuple(items))

@@ -32,10 +32,8 @@ def _config_path() -> str | None:
             return argv[i + 1]
         if arg.startswith("--config="):
             return arg.split("=", 1)[1]
-    for name in (".importlinter", "setup.cfg"):
-        if os.path.isfile(name):
-            return name
-    return None
+    # The file lint-imports itself reads without --config (the working directory only).
+    return config_mod.config_source.importlinter_choice(os.getcwd())
 
 
 def _src_for(root: str) -> str:
@@ -62,18 +60,23 @@ class _OwnContract(Contract):
     def _result(self) -> tuple[Result, str]:
         roots = config_mod.as_lines(self.session_options.get("root_packages")) or \
             config_mod.as_lines(self.session_options.get("root_package"))
-        src = _src_for(roots[0])
         path = _config_path()
         try:
             cfg = config_mod.load(path) if path else None
         except NamespaceLintError:
             cfg = None
+        # The config's `source_dir` names the user's packages; else wherever they are importable
+        # from (lint-imports puts the working directory on sys.path).
+        src = cfg.source_dir if cfg is not None and cfg.source_dir else _src_for(roots[0])
         if cfg is None or self.spec not in (*cfg.removed, *cfg.groups, *cfg.layers):
             cfg = config_mod.Config(path=os.path.abspath(path or ".importlinter"), root_packages=tuple(roots))
             getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers"}[self.kind]).append(self.spec)
         key = (src, cfg.fingerprint)
         if key not in _RUNS:
             cache_dir = os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
+            if not _RUNS:
+                for line in cfg.warnings:  # once per lint-imports run
+                    print(f"namespace-lint: warning: {line}", file=sys.stderr)
             _RUNS[key] = run(cfg, src, cache_dir=cache_dir)
             for line in _RUNS[key].warnings:  # once per run, not per contract
                 print(f"namespace-lint: warning: {line}", file=sys.stderr)
