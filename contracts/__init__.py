@@ -10,7 +10,9 @@ The classes are loaded on first access, so `python -m contracts` starts without 
 import-linter. Nothing here imports torch or the code being checked.
 """
 
-__all__ = ["LayerContract", "OperatorGroupsContract", "RemovedModulesContract"]
+from contracts._version import __version__
+
+__all__ = ["__version__", "LayerContract", "OperatorGroupsContract", "RemovedModulesContract"]
 
 
 def __getattr__(name: str):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from dataclasses import dataclass, field
 
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, RemovedSpec
@@ -40,6 +41,9 @@ class Result:
     # One line each, for the face to print (never cached: they describe this run).
     warnings: list[str] = field(default_factory=list)
     src: str = ""  # absolute; finding paths are relative to it (`findings.displayed` shows them)
+    # Seconds per phase (`--verbose`): "cache" (looking up stored findings), "model" (walk, scan,
+    # graph), "rules"; a phase that did not run is absent.
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def _below_root(module: str) -> str:
@@ -136,6 +140,8 @@ def run(config: Config, src: str, paths: list[str] | None = None,
     plan = plan_for(config, contract_ids)
     changed = _changed_files(config, src, paths)
     key = _result_key(config, src, contract_ids) if cache_dir else None
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
     full = load_result(src, plan, cache_dir, key, paths=changed) if key else None
     status = "warm"
     if full is None:
@@ -143,11 +149,17 @@ def run(config: Config, src: str, paths: list[str] | None = None,
         status = model.cache_status
         if key:
             full = load_result(src, plan, cache_dir, key, generation=model.generation)
+        timings["model"] = time.perf_counter() - clock
         if full is None:
+            clock = time.perf_counter()
             full = _evaluate(model, config, contract_ids)
+            timings["rules"] = time.perf_counter() - clock
         if key:
             save_result(model, plan, cache_dir, key, full)
+    else:
+        timings["cache"] = time.perf_counter() - clock
     result = _filtered(full, config, src, paths, status)
+    result.timings = timings
     result.warnings.extend(warnings)
     return result
 

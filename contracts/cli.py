@@ -1,11 +1,13 @@
 """The command-line face: `python -m contracts` / `namespace-lint`.
 
-    namespace-lint [--config FILE] [--src DIR] [--format text|json|github] [PATH ...]
-    namespace-lint --fix | --diff [PATH ...]
+    namespace-lint [check] [OPTIONS] [PATH ...]     check the tree (the default command)
+    namespace-lint rules [--output-format text|json] [RULE_ID ...]
     namespace-lint derive-map --removed PREFIX [--before DIR --after DIR] [--src DIR]
-    namespace-lint rules [RULE_ID]
 
-Exit codes are named below. User errors print one line to stderr and exit 2, never a traceback.
+Exit codes, as ruff's: 0 no finding (left), 1 findings (after `--fix`: findings remain, of any
+rule; with `--diff`: it would change something, or findings remain), 2 a usage or configuration
+error (one line on stderr, never a traceback), 130 interrupted (Ctrl-C). `--exit-zero` turns 1
+into 0.
 """
 
 from __future__ import annotations
@@ -13,12 +15,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 
 CACHE_DIRNAME = ".namespace_lint_cache"
+
+FORMAT_CHOICES = ("concise", "full", "json", "json-lines", "github", "sarif", "gitlab", "junit", "text")
+
+COMMANDS = """\
+commands:
+  check                 check the tree (the default; `namespace-lint check ...` is the same)
+  rules [RULE_ID ...]   list the rules, one line each; with RULE_IDs, their full documentation
+  derive-map            derive the `replacements` lines of a removed_modules contract
+                        (`namespace-lint derive-map --help`)
+
+exit status: 0 clean, 1 findings, 2 usage or configuration error, 130 interrupted
+"""
+
+
+def _version() -> str:
+    from contracts._version import __version__
+
+    return __version__
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,22 +50,34 @@ class _Parser(argparse.ArgumentParser):
 
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint", description="Guard a namespace migration: removed modules, "
-                "operator-group boundaries, the kernel layer. Reads the same .importlinter as lint-imports.")
+                "operator-group boundaries, the kernel layer. Reads the same .importlinter as lint-imports.",
+                epilog=COMMANDS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"namespace-lint {_version()}")
     p.add_argument("--config", metavar="FILE",
                    help="the import-linter config (default: the first .importlinter, setup.cfg with "
                    "[importlinter] or pyproject.toml with [tool.importlinter], in the current directory "
                    "or above it up to the repository root)")
     p.add_argument("--src", metavar="DIR", help="the directory that contains the root package(s) "
                    "(default: the config's `source_dir`, else the config file's directory)")
-    p.add_argument("--format", choices=("text", "json", "github"), default="text")
+    p.add_argument("--output-format", "--format", dest="format", choices=FORMAT_CHOICES, default="concise",
+                   metavar="FORMAT", help="concise (default; alias text), full, json, json-lines, github, "
+                   "sarif, gitlab, junit")
+    p.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--contract", action="append", metavar="ID", help="check only this contract id (repeatable)")
     p.add_argument("--cache-dir", metavar="DIR", help=f"where to keep per-file results (default: {CACHE_DIRNAME}/ beside the config)")
     p.add_argument("--no-cache", action="store_true", help="read every file again; write no cache")
     p.add_argument("--baseline", metavar="FILE", help="fail only on findings not recorded in FILE")
+    p.add_argument("--strict-baseline", action="store_true", default=None,
+                   help="with --baseline: also fail when an entry of FILE no longer occurs")
     p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE and exit 0")
     fix = p.add_mutually_exclusive_group()
-    fix.add_argument("--fix", action="store_true", help="rewrite fixable removed-module findings in place")
+    fix.add_argument("--fix", action="store_true", help="rewrite fixable findings in place; report what is left")
     fix.add_argument("--diff", action="store_true", help="print the --fix rewrite as a unified diff; write nothing")
+    p.add_argument("--statistics", action="store_true", help="count findings per rule (and how many are fixable)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="print the findings only (no summary, no notes)")
+    talk.add_argument("-v", "--verbose", action="store_true", help="also print timings per phase and what the cache did")
     p.add_argument("paths", nargs="*", metavar="PATH", help="report findings in these files only "
                    "(the graph is still built for the whole tree)")
     return p
@@ -56,29 +90,54 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "derive-map":
             from contracts.derive_map import main as derive_main
+            from contracts.terminal import Progress
 
-            return derive_main(argv[1:])
+            with Progress().phase("deriving the map"):
+                return derive_main(argv[1:])
         if argv and argv[0] == "rules":
             return _rules(argv[1:])
+        if argv and argv[0] == "check":
+            argv = argv[1:]
         return _check(argv)
     except NamespaceLintError as e:
         print(f"namespace-lint: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("namespace-lint: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `namespace-lint | head`
         return EXIT_FINDINGS
 
 
-def _rules(argv: list[str]) -> int:
-    from contracts import rules
+def _rules_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="namespace-lint rules", description="The rules: one line each (id, whether "
+                "--fix repairs it, what it flags); with RULE_IDs, their full documentation.")
+    p.add_argument("--output-format", "--format", dest="format", choices=("text", "json"), default="text")
+    p.add_argument("rule_ids", nargs="*", metavar="RULE_ID")
+    return p
 
-    wanted = argv or list(rules.BY_ID)
-    for rule_id in wanted:
-        rule = rules.BY_ID.get(rule_id)
-        if rule is None:
-            print(f"namespace-lint: error: unknown rule '{rule_id}' (known: {', '.join(rules.BY_ID)})",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        print(f"# {rule.RULE_ID}\n\n{rule.__doc__.strip().split(chr(10), 1)[1].strip()}\n")
+
+def _rules(argv: list[str]) -> int:
+    import json
+
+    from contracts import rules
+    from contracts.errors import UsageError
+
+    args = _rules_parser().parse_args(argv)
+    for rule_id in args.rule_ids:
+        if rule_id not in rules.BY_ID:
+            raise UsageError(f"unknown rule '{rule_id}' (known: {', '.join(rules.BY_ID)})")
+    chosen = [rules.BY_ID[r] for r in args.rule_ids] or list(rules.ALL)
+    docs = [rules.doc(rule) for rule in chosen]
+    if args.format == "json":
+        print(json.dumps(docs, indent=2))
+    elif args.rule_ids:
+        print("\n".join(f"# {d['id']}\n\n{d['text']}\n" for d in docs))
+    else:
+        width = max(len(d["id"]) for d in docs)
+        print("\n".join(f"{d['id']:<{width}}  {'[*]' if d['fix'] != 'never' else '   '}  {d['summary']}"
+                        for d in docs))
+        print("\n[*]: --fix can repair some findings. `namespace-lint rules RULE_ID` shows the full documentation.")
     return EXIT_CLEAN
 
 
@@ -86,14 +145,18 @@ def _check(argv: list[str]) -> int:
     from contracts import config as config_mod
     from contracts.check import run
     from contracts.errors import UsageError
+    from contracts.terminal import Progress
 
     args = _check_parser().parse_args(argv)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
     config_path = args.config or config_mod.find()
     if config_path is None:
         raise UsageError("no configuration found: no .importlinter, setup.cfg with [importlinter] or "
                          "pyproject.toml with [tool.importlinter] in this directory or above it up to the "
                          "repository root (pass --config FILE)")
     cfg = config_mod.load(config_path)
+    timings["config"] = time.perf_counter() - clock
     for line in cfg.warnings:
         print(f"namespace-lint: warning: {line}", file=sys.stderr)
     if args.src is not None:
@@ -110,7 +173,12 @@ def _check(argv: list[str]) -> int:
     for p in args.paths:
         if not os.path.exists(p):
             raise UsageError(f"PATH {p}: no such file or directory")
-    result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract)
+    if args.strict_baseline and not args.baseline:
+        raise UsageError("--strict-baseline needs --baseline FILE")
+    progress = Progress(enabled=None if not args.quiet else False)
+    with progress.phase("checking"):
+        result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract)
+    timings.update(result.timings)
     for line in result.warnings:
         print(f"namespace-lint: warning: {line}", file=sys.stderr)
     if args.contract:
@@ -118,44 +186,183 @@ def _check(argv: list[str]) -> int:
         if unknown:
             raise UsageError(f"--contract {unknown[0]}: no contract of this tool's types has that id")
 
-    if args.fix or args.diff:
-        from contracts.fix import apply_fixes
-
-        return apply_fixes(cfg, src, result, write=args.fix, out=sys.stdout)
-
-    findings = result.findings
-    extra: list[str] = []
     if args.write_baseline:
         from contracts.baseline import write
 
-        write(args.write_baseline, findings)
-        print(f"Wrote {len(findings)} findings to {args.write_baseline}.", file=sys.stderr)
+        write(args.write_baseline, result.findings)
+        print(f"Wrote {len(result.findings)} findings to {args.write_baseline}.", file=sys.stderr)
         return EXIT_CLEAN
+
+    findings = result.findings
+    changes = False  # --diff: would it change something?
+    human = args.format in ("concise", "text", "full") and not args.output_file
+    if args.fix or args.diff:
+        from contracts.fix import RULE_ID as FIXED_RULE
+        from contracts.fix import fix_findings
+
+        fix_notes = False if args.quiet else (sys.stdout if human and args.fix else sys.stderr)
+        clock = time.perf_counter()
+        with progress.phase("fixing" if args.fix else "computing the diff"):
+            outcome = fix_findings(cfg, src, result, write=args.fix, out=sys.stdout, notes=fix_notes)
+            if args.fix and outcome.fixed:
+                # What is left is what a fresh check of the rewritten tree finds (a rewrite can
+                # move lines, and the new import is checked by every contract).
+                result = run(cfg, src, paths=args.paths or None, cache_dir=None, contract_ids=args.contract)
+                findings = result.findings
+            else:
+                fixed = set(outcome.fixed)
+                findings = [f for f in findings if f not in fixed]
+        timings["fix"] = time.perf_counter() - clock
+        changes = bool(outcome.fixed) and args.diff
+    notes: list[str] = []
+    gone: list = []
+    strict = args.strict_baseline
     if args.baseline:
         from contracts.baseline import apply
 
         findings, gone = apply(args.baseline, findings)
         if args.paths:
             gone = []  # only some files were reported on: absence elsewhere proves nothing
-        extra = [f"{args.baseline}: baseline entry no longer occurs: {rule} {importer} -> {imported} "
-                 f"(remove it)" for rule, importer, imported in gone]
+        if strict is None:
+            strict = getattr(cfg, "strict_baseline", False)
+        verb = "fails the run" if strict else "remove it"
+        notes = [f"{args.baseline}: baseline entry no longer occurs: {rule} {importer} -> {imported} "
+                 f"({verb})" for rule, importer, imported in gone]
 
-    from contracts import report
-    from contracts.findings import displayed
+    if args.fix and human:
+        # The fixer's own lines named what it left of its rule, with the reason; list the rest.
+        rest = [f for f in findings if f.rule != FIXED_RULE]
+        if rest and not args.quiet:
+            _emit(_render(args, cfg, src, result, rest, [], quiet=True), None)
+            print(f"{_plural(len(rest), 'finding')} of other rules remain; --fix does not repair them.")
+        for note in notes:
+            print(note, file=sys.stderr)
+        return _exit(args, bool(findings) or bool(strict and gone))
 
-    findings = displayed(findings, result.src)
-    if args.format == "json":
-        print(report.json_report(findings, result.files_scanned))
-    elif args.format == "github":
-        out = report.github(findings)
-        if out:
-            print(out)
-        print(f"Scanned {result.files_scanned} of {result.files_total} .py files: "
-              f"{len(findings)} findings.", file=sys.stderr)
+    clock = time.perf_counter()
+    text = _render(args, cfg, src, result, findings, notes)
+    timings["render"] = time.perf_counter() - clock
+    if args.diff:
+        if findings and not args.quiet:  # stdout is the patch alone: what --fix leaves goes to stderr
+            print(_render(args, cfg, src, result, findings, [], quiet=True, fmt="concise"), file=sys.stderr)
     else:
-        print(report.text(findings, result.files_scanned, result.files_total, extra))
-    if result.skipped_contracts and args.format == "text":
+        _emit(text, args.output_file)
+    if args.format in ("github",) and not args.quiet and not args.statistics:
+        print(f"Scanned {result.files_scanned} of {result.files_total} .py files: "
+              f"{len(findings)} finding{'' if len(findings) == 1 else 's'}.", file=sys.stderr)
+    if notes and args.format not in ("concise", "text", "full") or (notes and args.statistics):
+        for note in notes:
+            print(note, file=sys.stderr)
+    if result.skipped_contracts and args.format in ("concise", "text", "full") and not args.quiet:
         print(f"({len(result.skipped_contracts)} contract(s) of import-linter's own types "
               f"not run here: {', '.join(result.skipped_contracts)}; lint-imports runs them.)",
               file=sys.stderr)
-    return EXIT_FINDINGS if findings else EXIT_CLEAN
+    if args.verbose:
+        _verbose(result, timings)
+    return _exit(args, bool(findings) or changes or bool(strict and gone))
+
+
+def _exit(args, failed: bool) -> int:
+    return EXIT_CLEAN if not failed or args.exit_zero else EXIT_FINDINGS
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _render(args, cfg, src: str, result, findings, notes: list[str], quiet: bool | None = None,
+            fmt: str | None = None) -> str:
+    from contracts import rules
+    from contracts._version import __version__
+    from contracts.engine.files import read_lines
+    from contracts.findings import displayed
+    from contracts.renderers import Report, RuleDoc, render, stats
+    from contracts.terminal import use_colour
+
+    fmt = fmt or args.format
+    src = result.src or os.path.abspath(src)
+    findings = list(findings)
+    shown = displayed(findings, src)  # the one place paths are made for output
+    original = dict(zip(shown, findings))
+    lines: dict[str, list[str]] = {}
+
+    def source_line(f):
+        f = original.get(f, f)
+        if f.path not in lines:
+            lines[f.path] = read_lines(os.path.join(src, *f.path.split("/")))
+        got = lines[f.path]
+        return got[f.line - 1] if 0 < f.line <= len(got) else None
+
+    stream = sys.stderr if fmt != args.format else sys.stdout
+    report = Report(
+        findings=shown,
+        files_scanned=result.files_scanned,
+        files_total=result.files_total,
+        fixable=frozenset(s for s, f in zip(shown, findings) if rules.fixable(f)),
+        notes=notes,
+        root=os.path.dirname(cfg.path),
+        version=__version__,
+        colour=fmt in ("concise", "text", "full") and not args.output_file and use_colour(stream),
+        quiet=args.quiet if quiet is None else quiet,
+        hint=not args.fix,
+        source_line=source_line,
+    )
+    if args.statistics:
+        return stats.render(report, as_json=fmt in ("json", "json-lines"))
+    if fmt == "sarif":
+        report.rules = {rule.RULE_ID: RuleDoc(**rules.doc(rule)) for rule in rules.ALL}
+        edits = _edits(cfg, src, result, {f for f in findings if rules.fixable(f)})
+        report.edits = {s: edits[f] for s, f in zip(shown, findings) if f in edits}
+    return render(fmt, report)
+
+
+def _edits(cfg, src: str, result, fixable) -> dict:
+    """Finding -> the line edits `--fix` would make for it (SARIF's `fixes`), without writing."""
+    if not fixable:
+        return {}
+    from contracts.fix import fix_findings, line_edits
+    from contracts.renderers import Edit
+
+    outcome = fix_findings(cfg, src, result, write=False, notes=False, diff=False)
+    out: dict = {}
+    by_path: dict[str, list] = {}
+    for f in outcome.fixed:
+        by_path.setdefault(f.path, []).append(f)
+    for rel, (old, new) in outcome.edits.items():
+        hunks = [Edit(*h) for h in line_edits(old, new)]
+        for f in by_path.get(rel, []):
+            mine = [h for h in hunks if h.start <= f.line < max(h.end, h.start + 1)]
+            if mine and f in fixable:
+                out[f] = mine
+    return out
+
+
+def _emit(text: str, output_file: str | None) -> None:
+    from contracts.errors import UsageError
+
+    if output_file is None:
+        if text:
+            print(text)
+        return
+    directory = os.path.dirname(os.path.abspath(output_file))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(output_file, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n" if text else "")
+    except OSError as e:
+        raise UsageError(f"--output-file {output_file}: cannot be written: {e.strerror or e}") from None
+
+
+def _verbose(result, timings: dict[str, float]) -> None:
+    cache = {
+        "off": "off (--no-cache, --fix or --diff)",
+        "cold": "cold: no usable cache, every file read and stored",
+        "warm": "warm: unchanged files answered from the cache",
+        "corrupt": "corrupt: discarded and rebuilt",
+    }.get(result.cache_status, result.cache_status)
+    if "cache" in timings:
+        cache = "warm: the tree is unchanged, findings answered from the cache (no file read)"
+    phases = ", ".join(f"{name} {seconds:.3f}s" for name, seconds in timings.items())
+    print(f"namespace-lint: cache {cache}", file=sys.stderr)
+    print(f"namespace-lint: {result.files_scanned} of {result.files_total} files read; {phases}",
+          file=sys.stderr)

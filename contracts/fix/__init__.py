@@ -28,7 +28,7 @@ The package, in the order a fix runs: `apply` (over a run's findings: read, fix,
 `rewrite` (the LibCST pass) -> `syntax` (shared helpers).
 """
 
-from contracts.fix.apply import RULE_ID, apply_fixes, write_atomic
+from contracts.fix.apply import RULE_ID, FixRun, apply_fixes, fix_findings, line_edits, write_atomic
 from contracts.fix.source import FileFix, fix_source
 
-__all__ = ["RULE_ID", "FileFix", "apply_fixes", "fix_source", "write_atomic"]
+__all__ = ["RULE_ID", "FileFix", "FixRun", "apply_fixes", "fix_findings", "fix_source", "line_edits", "write_atomic"]

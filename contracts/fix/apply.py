@@ -8,6 +8,7 @@ import os
 import stat
 import sys
 import tokenize
+from dataclasses import dataclass, field
 
 from contracts.engine.files import atomic_write
 from contracts.findings import Finding, shown_path
@@ -34,19 +35,36 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+@dataclass
+class FixRun:
+    """What `fix_findings` did (or, with write=False, would do)."""
+
+    fixed: list[Finding] = field(default_factory=list)
+    left: list[tuple[Finding, str]] = field(default_factory=list)  # (finding, why not)
+    files: int = 0  # files rewritten (or that would be)
+    edits: dict = field(default_factory=dict)  # rel -> (old bytes, new bytes), when not writing
+
+
 def apply_fixes(cfg, src: str, result, write: bool, out=None) -> int:
-    """Fix (write=True) or show as a unified diff (write=False) every fixable `removed-module`
-    finding of `result`. Prints one line per rewritten file and per finding left, then a summary;
-    returns 0 when nothing is left to fix by hand, 1 otherwise."""
+    """`fix_findings`; 0 when nothing is left to fix by hand, 1 otherwise."""
+    return 1 if fix_findings(cfg, src, result, write, out).left else 0
+
+
+def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff: bool = True) -> FixRun:
+    """Fix (write=True) or show as a unified diff (write=False, `diff`) every fixable
+    `removed-module` finding of `result`. Prints one line per rewritten file and per finding
+    left, then a summary, to `notes` (default: `out` when writing, stderr for a diff, whose
+    stdout is the patch alone; False: nowhere)."""
     out = out if out is not None else sys.stdout
-    notes = out if write else sys.stderr  # with --diff, stdout is the patch alone
+    if notes is None:
+        notes = out if write else sys.stderr
+    run = FixRun()
     removed = tuple(p for spec in cfg.removed for p in spec.removed)
     by_path: dict[str, list[Finding]] = {}
     for f in result.findings:
         if f.rule == RULE_ID:
             by_path.setdefault(f.path, []).append(f)
-    n_fixed = n_files = 0
-    left: list[tuple[Finding, str]] = []
+    left = run.left
     for rel in sorted(by_path):
         path = os.path.join(src, *rel.split("/"))
         shown = shown_path(rel, src)  # what the output names: relative to cwd (see findings.py)
@@ -69,19 +87,33 @@ def apply_fixes(cfg, src: str, result, write: bool, out=None) -> int:
                     outcome.unfixable = [(f, reason) for f in outcome.fixed] + outcome.unfixable
                     outcome.fixed = []
             else:
-                out.write(_diff(shown, data, outcome.new))
+                run.edits[rel] = (data, outcome.new)
+                if diff:
+                    out.write(_diff(shown, data, outcome.new))
         if outcome.fixed:
-            n_fixed += len(outcome.fixed)
-            n_files += 1
-            print(f"{shown}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
-                  file=notes)
-        for f, reason in sorted(outcome.unfixable):
-            print(f"{shown}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
+            run.fixed.extend(outcome.fixed)
+            run.files += 1
+            if notes:
+                print(f"{shown}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
+                      file=notes)
+        if notes:
+            for f, reason in sorted(outcome.unfixable):
+                print(f"{shown}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
         left.extend(outcome.unfixable)
-    verb = "Fixed" if write else "Would fix"
-    print(f"{verb} {_plural(n_fixed, 'import')} in {_plural(n_files, 'file')}; "
-          f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
-    return 1 if left else 0
+    if notes:
+        verb = "Fixed" if write else "Would fix"
+        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}; "
+              f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
+    return run
+
+
+def line_edits(old: bytes, new: bytes) -> list[tuple[int, int, str]]:
+    """The changed line ranges of a rewrite: (first line, line after the last, new text), with
+    1-based line numbers of `old` (what SARIF's `fixes` and editors apply)."""
+    old_lines, new_lines = LINE_RE.findall(_decode(old)), LINE_RE.findall(_decode(new))
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    return [(i1 + 1, i2 + 1, "".join(new_lines[j1:j2]))
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
 def _diff(rel: str, old: bytes, new: bytes) -> str:

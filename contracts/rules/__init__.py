@@ -26,3 +26,24 @@ ALL = (
     not_scanned,
 )
 BY_ID = {rule.RULE_ID: rule for rule in ALL}
+
+
+def fixable(finding) -> bool:
+    """Does `--fix` offer to repair `finding`? A rule whose `FIX` is "always" does; one whose
+    `FIX` is "sometimes" does when the finding names what to write instead (`--fix` may still
+    refuse an unsafe rewrite, and says why); "never" does not."""
+    rule = BY_ID.get(finding.rule)
+    fix = getattr(rule, "FIX", "never")
+    return fix == "always" or (fix == "sometimes" and finding.replacement is not None)
+
+
+def doc(rule) -> dict:
+    """A rule's documentation from its docstring: `summary` (the first line, without the
+    "`id`: " prefix), `what` (the "What it does" section), `text` (everything after line one)."""
+    first, _, rest = rule.__doc__.strip().partition("\n")
+    summary = first.split(":", 1)[1].strip() if first.startswith("`") and ":" in first else first.strip()
+    what = ""
+    if "## What it does" in rest:
+        what = rest.split("## What it does", 1)[1].split("\n## ", 1)[0].strip()
+    return {"id": rule.RULE_ID, "summary": summary, "what": " ".join(what.split()), "text": rest.strip(),
+            "fix": getattr(rule, "FIX", "never")}

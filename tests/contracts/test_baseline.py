@@ -52,7 +52,7 @@ def test_is_broken_when_a_new_finding_appears(tree, capsys):
     assert code == 1
     lines = out.splitlines()
     assert lines[0].startswith("pkg/srt/other.py:1:1: removed-module `pkg.jit_kernel.norm`")
-    assert lines[-1] == "Scanned 14 of 14 .py files: 1 finding (removed-module: 1)."
+    assert lines[-2:] == ["Scanned 14 of 14 .py files: 1 finding (removed-module: 1).", "[*] 1 fixable with `--fix`."]
 
 
 def test_reports_entries_that_no_longer_occur(tree, capsys):

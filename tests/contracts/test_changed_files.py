@@ -118,7 +118,8 @@ def test_cli_with_changed_files_and_the_default_cache(tree):
     root = tree(TREE)
     first = run_cli(["pkg/srt/a.py", "pkg/srt/b.py"], cwd=root)
     assert first.returncode == 1
-    assert [line.split(":")[0] for line in first.stdout.splitlines()[:-1]] == ["pkg/srt/a.py", "pkg/srt/b.py"]
+    assert [line.split(":")[0] for line in first.stdout.splitlines() if line.startswith("pkg/")] == [
+        "pkg/srt/a.py", "pkg/srt/b.py"]
     assert (root / ".namespace_lint_cache").is_dir()
     (root / "pkg/srt/a.py").write_text("import os\nfrom pkg.kernels.ops.kvcache import hicache\n")
     second = run_cli(["pkg/srt/a.py"], cwd=root)

@@ -29,8 +29,9 @@ def test_exit_1_and_text_format_when_findings(tree):
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         "pkg/srt/models/m.py:2:1: removed-module `pkg.jit_kernel.hicache` was removed (import; "
-        "`pkg.jit_kernel` no longer exists) (use `pkg.kernels.ops.kvcache.hicache` instead)",
+        "`pkg.jit_kernel` no longer exists) (use `pkg.kernels.ops.kvcache.hicache` instead) [*]",
         "Scanned 13 of 13 .py files: 1 finding (removed-module: 1).",
+        "[*] 1 fixable with `--fix`.",
     ]
 
 
@@ -38,14 +39,14 @@ def test_json_format_matches_the_schema(tree):
     root = tree(VIOLATION)
     proc = run_cli(["--no-cache", "--format", "json"], cwd=root)
     data = json.loads(proc.stdout)  # exactly one JSON object, nothing else on stdout
-    assert set(data) == {"files_scanned", "findings"}
-    assert data["files_scanned"] == 13
+    assert set(data) == {"files_scanned", "files_total", "findings"}
+    assert data["files_scanned"] == data["files_total"] == 13
     [finding] = data["findings"]
     assert finding == {
         "rule": "removed-module", "path": "pkg/srt/models/m.py", "line": 2, "col": 1,
         "importer": "pkg.srt.models.m", "imported": "pkg.jit_kernel.hicache",
         "message": "`pkg.jit_kernel.hicache` was removed (import; `pkg.jit_kernel` no longer exists)",
-        "replacement": "pkg.kernels.ops.kvcache.hicache",
+        "replacement": "pkg.kernels.ops.kvcache.hicache", "fixable": True,
     }
     types = {"rule": str, "path": str, "line": int, "col": int, "importer": str, "imported": str, "message": str}
     assert all(isinstance(finding[k], t) for k, t in types.items())

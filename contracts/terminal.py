@@ -1,0 +1,83 @@
+"""What the command line does with a terminal: whether to colour, and a progress line.
+
+Colour: on when `FORCE_COLOR` is set (not empty); else off when `NO_COLOR` is set (not empty,
+https://no-color.org); else on when the stream is a terminal. The progress line appears on
+stderr only when it is a terminal and the run has taken more than a second, and is erased
+before anything else is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+
+def use_colour(stream) -> bool:
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (OSError, ValueError):
+        return False
+
+
+class Progress:
+    """`with progress.phase("checking"):` shows `namespace-lint: checking... 3s` on a terminal's
+    stderr once the run has lasted `delay` seconds, updated twice a second, erased on exit."""
+
+    def __init__(self, enabled: bool | None = None, stream=None, delay: float = 1.0) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        if enabled is None:
+            isatty = getattr(self.stream, "isatty", None)
+            enabled = bool(isatty and isatty())
+        self.enabled = enabled
+        self.delay = delay
+        self.start = time.monotonic()
+        self.label = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = False
+        self._lock = threading.Lock()
+
+    def phase(self, label: str) -> Progress:
+        self.label = label
+        return self
+
+    def __enter__(self) -> Progress:
+        if self.enabled and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        with self._lock:
+            if self._shown:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self._shown = False
+
+    def _loop(self) -> None:
+        wait = self.delay - (time.monotonic() - self.start)
+        while not self._stop.wait(max(wait, 0.0)):
+            with self._lock:
+                elapsed = time.monotonic() - self.start
+                try:
+                    self.stream.write(f"\r\x1b[Knamespace-lint: {self.label}... {elapsed:.0f}s")
+                    self.stream.flush()
+                except (OSError, ValueError):
+                    return
+                self._shown = True
+            wait = 0.5
