@@ -3,9 +3,10 @@
 With a cache directory, a run whose tree has not changed since the last one answers from the
 cache without building the model (reading no file, importing neither grimp nor the rules); a run
 whose files changed but whose scan results did not reuses the findings without running the
-rules. Given `paths` that are all files (pre-commit passes the changed ones), the model is the
-cached one with those files scanned again (changed-files mode, see `engine/model.py`); the
-findings are always those of the whole tree, filtered to `paths`.
+rules. Given `paths` (pre-commit passes the changed files), every file of the tree is still
+stat'ed and each changed or new one scanned again: the findings are always those of the whole
+tree, filtered to `paths` afterwards. A cache that cannot be trusted (`engine/cache.py`) is not
+used: one warning, and the run goes on without it.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, RemovedSpec
+from contracts.engine import cache
 from contracts.engine.model import Model, ScanPlan, build_model, load_result, save_result
 from contracts.errors import UsageError
 from contracts.findings import Finding
@@ -128,40 +130,68 @@ def run(config: Config, src: str, paths: list[str] | None = None,
         cache_dir: str | None = None, contract_ids: list[str] | None = None) -> Result:
     src = os.path.abspath(src)
     _validate_tree(config, src)
-    warnings = []
+    warnings: list[str] = []
     if cache_dir:
-        from contracts.engine.cache import prepare_directory
-
-        why = prepare_directory(cache_dir)
-        if why:
-            warnings.append(f"cache directory {cache_dir} cannot be used ({why}); "
-                            f"running without a cache")
-            cache_dir = None
+        cache_dir = _usable_cache(os.path.abspath(cache_dir), config, src, warnings)
     plan = plan_for(config, contract_ids)
-    changed = _changed_files(config, src, paths)
     key = _result_key(config, src, contract_ids) if cache_dir else None
     timings: dict[str, float] = {}
     clock = time.perf_counter()
-    full = load_result(src, plan, cache_dir, key, paths=changed) if key else None
+    full = _from_data(load_result(src, plan, cache_dir, key)) if key else None
     status = "warm"
     if full is None:
-        model = build_model(src, plan, cache_dir, changed=changed)
+        # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
+        # changed or added can carry a chain into a given file.
+        model = build_model(src, plan, cache_dir)
         status = model.cache_status
         if key:
-            full = load_result(src, plan, cache_dir, key, generation=model.generation)
+            full = _from_data(load_result(src, plan, cache_dir, key, generation=model.generation))
         timings["model"] = time.perf_counter() - clock
         if full is None:
             clock = time.perf_counter()
             full = _evaluate(model, config, contract_ids)
             timings["rules"] = time.perf_counter() - clock
         if key:
-            save_result(model, plan, cache_dir, key, full)
+            save_result(model, plan, cache_dir, key, _to_data(full))
     else:
         timings["cache"] = time.perf_counter() - clock
     result = _filtered(full, config, src, paths, status)
     result.timings = timings
     result.warnings.extend(warnings)
     return result
+
+
+def _usable_cache(cache_dir: str, config: Config, src: str, warnings: list[str]) -> str | None:
+    """`cache_dir`, or None (with one warning) when it cannot be trusted or used."""
+    why = cache.usable(cache_dir, [("the checked tree", src),
+                                   ("the configuration's directory", os.path.dirname(os.path.abspath(config.path)))])
+    if why is None:
+        why = cache.prepare_directory(cache_dir)
+        if why:
+            why = f"cache directory {cache_dir} cannot be used ({why})"
+    if why is None:
+        return cache_dir
+    warnings.append(f"{why}; running without a cache")
+    return None
+
+
+def _to_data(result: Result) -> tuple:
+    """`result` as plain values (what the cache stores: no class is ever rebuilt from it by name)."""
+    return (result.files_scanned, result.files_total,
+            [(c.id, c.name, c.kind, [astuple(f) for f in c.findings]) for c in result.contracts],
+            [astuple(f) for f in result.engine_findings])
+
+
+def _from_data(data) -> Result | None:
+    if data is None:
+        return None
+    try:
+        scanned, total, contracts, engine = data
+        return Result(scanned, total, [], [ContractResult(i, n, k, [Finding(*f) for f in fs])
+                                           for i, n, k, fs in contracts],
+                      engine_findings=[Finding(*f) for f in engine])
+    except (TypeError, ValueError):
+        return None  # another shape: rebuild
 
 
 def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> Result:
@@ -203,21 +233,6 @@ def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, s
     )
 
 
-def _changed_files(config: Config, src: str, paths: list[str] | None) -> list[str] | None:
-    """Changed-files mode: every PATH is a file (pre-commit passes the changed ones); those under
-    the root packages, absolute. None (a full run, filtered) when a PATH is a directory."""
-    if not paths or not all(os.path.isfile(p) for p in paths):
-        return None
-    tops = {*config.root_packages, *(r + ".py" for r in config.root_packages)}
-    out = []
-    for p in paths:
-        path = os.path.abspath(p)
-        rel = os.path.relpath(path, src).replace(os.sep, "/")
-        if path.endswith(".py") and rel.split("/", 1)[0] in tops:
-            out.append(path)
-    return out
-
-
 def _result_key(config: Config, src: str, contract_ids: list[str] | None) -> str | None:
     """What the findings depend on besides the tree: the configuration file (its path appears
     in findings), the contracts asked for. None when the configuration cannot be read again."""
@@ -231,12 +246,15 @@ def _result_key(config: Config, src: str, contract_ids: list[str] | None) -> str
 
 
 def _path_filter(src: str, paths: list[str] | None):
+    """Keeps the findings under `paths`, each spelled as given and as its real path (a PATH
+    through a symlink names the file the tree holds)."""
     if not paths:
         return lambda rel: True
     wanted = set()
+    real_src = os.path.realpath(src)
     for p in paths:
-        rel = os.path.relpath(os.path.abspath(p), src).replace(os.sep, "/")
-        wanted.add(rel.rstrip("/"))
+        for rel in (os.path.relpath(os.path.abspath(p), src), os.path.relpath(os.path.realpath(p), real_src)):
+            wanted.add(rel.replace(os.sep, "/").rstrip("/"))
 
     def keep(rel: str) -> bool:
         return any(rel == w or rel.startswith(w + "/") or w == "." for w in wanted)

@@ -10,32 +10,59 @@ Two files per (source directory, scan plan) under the cache directory, in one fo
   directory under the roots at that run. When nothing differs, the findings are reused without
   building anything: no file is read or parsed, and grimp and the rules are not even imported.
 
-Both carry the tool's fingerprint (its own source files and the Python version): editing the
-tool invalidates them. Every file starts with a magic string and an HMAC-SHA-256 of the payload
-under a random key kept outside the tree (`~/.cache/namespace-lint/key`, mode 0600): a corrupt or
-truncated cache is detected (status "corrupt") and rebuilt, and so is one this user's runs did
-not write -- a cache directory committed to a repository cannot hide a finding from CI or, being
-a pickle, run code there (the unpickler also refuses every class but the tool's own results).
-Writes go to a temporary file renamed into place: two runs sharing the directory each read a
-whole cache, theirs or the other's, and each one's entries are checked against the files before
-use.
+The cache directory usually sits in the checkout (beside the configuration), where anyone who
+can write the tree can also write, commit or replace it. So nothing in it is trusted:
+
+- data only: `marshal` of plain values (no pickle, so nothing in a cache names code to run;
+  Python 3.13+ is also told to refuse code objects); it is the fastest of the formats measured
+  (see `docs/guarantees.md`);
+- every file starts with a magic string and an HMAC-SHA-256 of the payload under a random key
+  kept outside the tree (`$XDG_CACHE_HOME/namespace-lint/key` or `~/.cache/...`, mode 0600): a
+  corrupt, truncated or forged cache is detected (status "corrupt") and rebuilt. A key location
+  that is relative (an unset `HOME` leaves `~` literal), inside the checked tree, the
+  configuration's directory or the cache directory, or not this user's, is refused: the run
+  warns once and goes on without a cache (`usable`);
+- cache files are opened without following symlinks, must be regular files of this user, at
+  most `MAX_CACHE_BYTES`, and are written 0600 in a 0700 directory, by a rename relative to the
+  directory's descriptor (a cache directory that is a symlink is refused).
+
+A cache can therefore at worst make a run slower, never hide a finding. Writes go to a temporary
+file renamed into place: two runs sharing the directory each read a whole cache, theirs or the
+other's, and each one's entries are checked against the files before use.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import io
+import marshal
 import os
-import pickle
+import stat
 import sys
 
-from contracts.engine.files import atomic_write
+from contracts.engine.files import open_dir, read_regular, replace_in_dir
 
-MAGIC = b"namespace-lint-cache-v3\n"
+MAGIC = b"namespace-lint-cache-v4\n"
 # A file whose mtime is this close to the start of the run that read it is confirmed by its
 # hash: filesystems with coarse timestamps (1 s on some, 2 s on FAT) can hide a second edit.
 RACY_SECONDS = 2.0
+# Upstream sglang's records are 2.4 MB for 4,719 files: this is room for 200 times that tree. A
+# larger cache file (a link to /dev/zero is refused anyway) is ignored, never read.
+MAX_CACHE_BYTES = 512 * 2**20
+KEY_BYTES = 32
+
+_geteuid = getattr(os, "geteuid", None)
+
+
+def _loads(payload: bytes):
+    return marshal.loads(payload, **_NO_CODE)
+
+
+try:  # Python 3.13+: refuse code objects outright (older ones never run what they load either)
+    marshal.loads(marshal.dumps(0), allow_code=False)
+    _NO_CODE = {"allow_code": False}
+except TypeError:
+    _NO_CODE = {}
 
 
 def content_digest(data: bytes) -> bytes:
@@ -59,10 +86,13 @@ def prepare_directory(directory: str) -> str | None:
         os.makedirs(directory, exist_ok=True)
         if not os.path.isdir(directory):
             return "not a directory"
-        for name, data in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
-            marker = os.path.join(directory, name)
-            if not os.path.lexists(marker):
-                atomic_write(marker, data)
+        dfd = open_dir(directory)  # written relative to it: a symlink swapped in is not followed
+        try:
+            for name, data in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
+                if not os.path.lexists(os.path.join(directory, name)):
+                    replace_in_dir(dfd, name, data, mode=0o600)
+        finally:
+            os.close(dfd)
         if not os.access(directory, os.W_OK | os.X_OK):
             return "not writable"
     except OSError as e:
@@ -70,53 +100,119 @@ def prepare_directory(directory: str) -> str | None:
     return None
 
 
+def key_directory() -> str:
+    """Where this user's cache key lives: `$XDG_CACHE_HOME/namespace-lint`, else
+    `~/.cache/namespace-lint` (an empty XDG_CACHE_HOME counts as unset, as the XDG spec says)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "namespace-lint")
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _owner_problem(st: os.stat_result, what: str) -> str | None:
+    if _geteuid is not None and st.st_uid != _geteuid():
+        return f"{what} belongs to uid {st.st_uid}, not to this user (uid {_geteuid()})"
+    if st.st_mode & 0o022:
+        return f"{what} is writable by other users (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
 _KEY: bytes | None = None
+_KEY_DIR: str | None = None  # the directory _KEY was read from
+
+
+def _load_key(key_dir: str) -> tuple[bytes | None, str | None]:
+    """(key, None), or (None, why not). The directory is made 0700; a key file that is a
+    symlink, not a regular file, not this user's or readable by others is refused."""
+    try:
+        os.makedirs(key_dir, mode=0o700, exist_ok=True)
+        dfd = open_dir(key_dir)
+    except OSError as e:
+        return None, f"the key directory `{key_dir}` cannot be used: {e.strerror or e}"
+    try:
+        problem = _owner_problem(os.fstat(dfd), f"the key directory `{key_dir}`")
+        if problem:
+            return None, problem
+        for _ in range(2):
+            try:
+                data, st = read_regular("key", limit=4 * KEY_BYTES, dir_fd=dfd)
+            except FileNotFoundError:
+                key = os.urandom(KEY_BYTES)
+                try:
+                    fd = os.open("key", os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                                 0o600, dir_fd=dfd)
+                except FileExistsError:
+                    continue  # another run made it first: read theirs
+                with os.fdopen(fd, "wb") as f:
+                    f.write(key)
+                return key, None
+            problem = _owner_problem(st, f"the key `{key_dir}/key`")
+            if problem is None and st.st_mode & 0o077:
+                problem = f"the key `{key_dir}/key` is readable by other users (mode {stat.S_IMODE(st.st_mode):o})"
+            if problem is None and len(data) != KEY_BYTES:
+                problem = f"the key `{key_dir}/key` is not {KEY_BYTES} bytes long; delete it"
+            return (None, problem) if problem else (data, None)
+        return None, f"the key `{key_dir}/key` cannot be read"
+    except OSError as e:
+        return None, f"the key `{key_dir}/key` cannot be used: {e.strerror or e}"
+    finally:
+        os.close(dfd)
+
+
+def usable(cache_dir: str, checked: list[tuple[str, str]]) -> str | None:
+    """None when `cache_dir` can be used (its key loaded, the directory made), else why not.
+
+    `checked`: (label, directory) pairs the key must not be inside -- the checked tree, the
+    configuration's directory: whoever can write those could otherwise forge the cache.
+    """
+    global _KEY, _KEY_DIR
+    key_dir = key_directory()
+    if not os.path.isabs(key_dir):
+        return (f"the cache key directory `{key_dir}` is a relative path (from XDG_CACHE_HOME or "
+                f"HOME); set HOME or XDG_CACHE_HOME to an absolute directory outside the checkout")
+    real_key = os.path.realpath(key_dir)
+    for label, place in [*checked, ("the cache directory", cache_dir)]:
+        if _inside(real_key, os.path.realpath(place)):
+            return (f"the cache key directory `{key_dir}` is inside {label} `{place}`, where the tree's "
+                    f"writers could forge the cache; set XDG_CACHE_HOME to a directory outside it")
+    if _KEY is None or _KEY_DIR != key_dir:
+        key, problem = _load_key(key_dir)
+        if problem:
+            return problem
+        _KEY, _KEY_DIR = key, key_dir
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        dfd = open_dir(cache_dir)
+    except OSError as e:
+        if os.path.islink(cache_dir):
+            return f"the cache directory `{cache_dir}` is a symlink; it is not followed"
+        return f"the cache directory `{cache_dir}` cannot be used: {e.strerror or e}"
+    try:
+        st = os.fstat(dfd)
+        if _geteuid is not None and st.st_uid != _geteuid():
+            return f"the cache directory `{cache_dir}` belongs to uid {st.st_uid}, not to this user"
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(dfd, 0o700)
+    except OSError as e:
+        return f"the cache directory `{cache_dir}` cannot be used: {e.strerror or e}"
+    finally:
+        os.close(dfd)
+    return None
 
 
 def _key() -> bytes:
-    """This user's cache key: made once, kept outside any repository. Where it cannot be kept,
-    a key for this process only (the cache then lasts one run: slower, never wrong)."""
+    """The key `usable` loaded; without it (a caller that skipped `usable`), a key for this
+    process only: the cache then lasts one process (slower, never wrong)."""
     global _KEY
     if _KEY is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        path = os.path.join(base, "namespace-lint", "key")
-        try:
-            with open(path, "rb") as f:
-                key = f.read()
-        except OSError:
-            key = b""
-        if len(key) != 32:
-            key = os.urandom(32)
-            try:
-                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(key)
-            except OSError:
-                try:  # another run made it first: use theirs
-                    with open(path, "rb") as f:
-                        theirs = f.read()
-                    key = theirs if len(theirs) == 32 else key
-                except OSError:
-                    pass
-        _KEY = key
+        _KEY = os.urandom(KEY_BYTES)
     return _KEY
 
 
 def _mac(payload: bytes) -> bytes:
     return hmac.new(_key(), payload, hashlib.sha256).digest()
-
-
-class _Unpickler(pickle.Unpickler):
-    """Builds plain data and the tool's result classes, nothing else."""
-
-    ALLOWED = {("contracts.check", "Result"), ("contracts.check", "ContractResult"),
-               ("contracts.findings", "Finding")}
-
-    def find_class(self, module: str, name: str):
-        if (module, name) in self.ALLOWED:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} has no place in a cache")
 
 
 _FINGERPRINT: str | None = None
@@ -140,20 +236,31 @@ def tool_fingerprint() -> str:
 
 class Cache:
     """One cache file: `load()` -> dict ({} when absent, corrupt or from another tool version),
-    `save(data, started)`."""
+    `save(data, started)`. `data` holds plain values only (what `marshal` writes)."""
 
     def __init__(self, directory: str, key: str, kind: str = "records") -> None:
         self.directory = directory
-        name = hashlib.sha256(key.encode()).hexdigest()[:24]
-        self.path = os.path.join(directory, f"{name}.{kind}")
+        self.name = f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.{kind}"
+        self.path = os.path.join(directory, self.name)
         self.started_at = 0.0  # when the run that wrote it started (before it read anything)
         self.status = "cold"  # cold | warm | corrupt
 
     def load(self) -> dict:
         try:
-            with open(self.path, "rb") as f:
-                blob = f.read()
+            dfd = open_dir(self.directory)
         except OSError:
+            return {}
+        try:
+            blob, st = read_regular(self.name, limit=MAX_CACHE_BYTES, dir_fd=dfd)
+        except FileNotFoundError:
+            return {}
+        except OSError:  # a symlink, a FIFO, a device, too large
+            self.status = "corrupt"
+            return {}
+        finally:
+            os.close(dfd)
+        if _geteuid is not None and st.st_uid != _geteuid():
+            self.status = "corrupt"  # another user's: never trusted (they may know another key)
             return {}
         if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + 32:
             self.status = "corrupt"
@@ -163,8 +270,8 @@ class Cache:
             self.status = "corrupt"
             return {}
         try:
-            data = _Unpickler(io.BytesIO(payload)).load()
-        except Exception:  # noqa: BLE001 - any unpickling failure means "do not trust it"
+            data = _loads(payload)
+        except Exception:  # noqa: BLE001 - any failure to load means "do not trust it"
             self.status = "corrupt"
             return {}
         if not isinstance(data, dict) or not isinstance(data.get("started_at"), float):
@@ -178,10 +285,16 @@ class Cache:
 
     def save(self, data: dict, started: float) -> None:
         data = dict(data, started_at=float(started), tool=tool_fingerprint())
-        payload = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            os.makedirs(self.directory, exist_ok=True)
-            atomic_write(self.path, MAGIC + _mac(payload) + payload)  # mkstemp: a name no other run uses
+            payload = marshal.dumps(data)
+        except ValueError:  # pragma: no cover - a value marshal cannot write: a bug, not a crash
+            return
+        try:
+            dfd = open_dir(self.directory)  # `usable` made it; a symlink put there since is refused
+            try:
+                replace_in_dir(dfd, self.name, MAGIC + _mac(payload) + payload, mode=0o600)
+            finally:
+                os.close(dfd)
         except OSError:
             pass  # a cache that cannot be written only costs speed next time
 

@@ -17,7 +17,10 @@ import re
 from dataclasses import dataclass
 
 from contracts.engine.discover import SourceFile
+from contracts.engine.files import read_regular
 from contracts.engine.resolve import is_under, physical_lines
+
+MAX_READ_BYTES = 64 * 2**20  # as model.py: what the run read once it reads again
 
 # How many physical lines one import statement may span before we stop looking for its end.
 MAX_STATEMENT_LINES = 200
@@ -97,8 +100,7 @@ class EdgeScanner:
             if f.module in failed or f.module in edges:
                 continue
             try:
-                with open(f.path, "rb") as fh:
-                    data = fh.read()
+                data, _ = read_regular(f.path, limit=MAX_READ_BYTES)
             except OSError as e:
                 failed[f.module] = f"cannot read: {e.strerror or e}"
                 continue
@@ -116,8 +118,7 @@ class EdgeScanner:
         if f.size < SAFE_BYTES:
             return False
         try:
-            with open(f.path, "rb") as fh:
-                return too_deep_for_native(fh.read())
+            return too_deep_for_native(read_regular(f.path, limit=MAX_READ_BYTES)[0])
         except OSError:
             return False  # the scanner reports it unreadable
 

@@ -16,10 +16,10 @@ How much is rebuilt, cheapest first (the cache is `cache.py`):
   changed since (one `stat` each); nothing is read or parsed, and grimp is not even imported;
 - a run whose files changed but whose scan results did not (a comment, a function body) gets
   the same `generation`, and the caller reuses its findings without running the rules;
-- changed-files mode (`changed=`, pre-commit): the other files' records are taken from the cache
-  as they are, only the given files are read again, and the graph is the cached one with their
-  edges replaced. A file not in the cache (a new module) makes it a full build;
-- a full build: every file is stat'ed; the unchanged ones reuse their records.
+- a full build: every file is stat'ed; the unchanged ones reuse their records. Changed-files
+  mode (pre-commit passes the changed files) builds the same way: the cache is never trusted
+  for a file nobody looked at, so a module changed or added by a pull is scanned again and a
+  chain through it is found, whatever PATHs were given (the findings are filtered after).
 """
 
 from __future__ import annotations
@@ -32,13 +32,18 @@ from functools import cached_property
 
 from contracts.engine.cache import RACY_SECONDS, Cache, content_digest
 from contracts.engine.discover import Discovery, SourceFile, discover
-from contracts.engine.files import read_lines
+from contracts.engine.files import NotRegular, TooLarge, read_lines, read_regular
 from contracts.engine.graph import Edge, EdgeScanner, is_plain_import, names_from_text, statement_names
 from contracts.prefixes import PrefixIndex
 
+# A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
+# memory stays bounded whatever the tree holds (an 8 GiB file, a link to /dev/zero is not even
+# a regular file). Upstream sglang's whole tree is 68 MB; its largest file 375 kB.
+MAX_READ_BYTES = 64 * 2**20
+
 SCAN_VERSION = "6"  # 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
-# A record, one per file (a list, pickled): the fields by index.
+# A record, one per file (a list of plain values): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
 SEMANTIC = slice(FLAGS, NAMES + 1)  # what the rules see of a record
 AST, GRAPH, DECODED = 1, 2, 4  # FLAGS: parse it with ast (names a removed module); scan its
@@ -89,8 +94,6 @@ class Model:
     graph_modules: set[str] = field(default_factory=set)
     files_read: int = 0
     cache_status: str = "off"
-    # Changed-files mode: only the given files were looked at; the rest came from the cache.
-    partial: bool = False
     # Changes whenever what the rules see changes; equal generations give equal findings.
     generation: str = ""
     started: float = 0.0  # when the build started, before it read anything
@@ -135,33 +138,24 @@ def _ctime_ns(st) -> int:
     return st.st_ctime_ns
 
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-
-
-def _read(path: str) -> tuple[bytes, int]:
-    """(content, ctime) of a file, in as few system calls as it takes (the plain `open()` costs
-    twice as much: 0.07 s against 0.04 s for upstream's 4,719 files)."""
-    fd = os.open(path, _READ_FLAGS)
+def _read(path: str, inside: tuple[str, ...] = ()) -> tuple[bytes, int]:
+    """(content, ctime) of a regular file, its size checked before it is read (`MAX_READ_BYTES`);
+    in as few system calls as it takes (the plain `open()` costs twice as much: 0.07 s against
+    0.04 s for 4,719 files). A symlink is followed only to a file under `inside` (the walk let
+    it in; one swapped in since, pointing elsewhere, is not read)."""
     try:
-        st = os.fstat(fd)
-        data = os.read(fd, st.st_size + 1)
-        if len(data) != st.st_size:  # it changed while we looked: read to the end
-            parts = [data]
-            while True:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break
-                parts.append(chunk)
-            data = b"".join(parts)
-        return data, _ctime_ns(st)
-    finally:
-        os.close(fd)
+        data, st = read_regular(path, limit=MAX_READ_BYTES)
+    except NotRegular:
+        real = os.path.realpath(path)
+        if real == path or not any(real.startswith(top + os.sep) for top in inside):
+            raise
+        data, st = read_regular(real, limit=MAX_READ_BYTES)
+    return data, _ctime_ns(st)
 
 
-def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
-                changed: list[str] | None = None) -> Model:
-    """The model of the tree under `src`. `changed`: the files that changed since the cache was
-    written (changed-files mode); ignored without a warm cache."""
+def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model:
+    """The model of the tree under `src`: every file is stat'ed, the cache reused for those whose
+    stat is unchanged."""
     from contracts.engine.scan import searchable
 
     started = time.time()
@@ -169,13 +163,9 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
     cache = Cache(cache_dir, _key(src, plan)) if cache_dir else None
     old = cache.load() if cache else {}
     old_files: dict[str, list] = old.get("files", {})
-    disc = changed_rels = None
-    if changed is not None and old.get("discovery") is not None:
-        disc, changed_rels = _cached_discovery(src, plan, old, changed)
-    if disc is None:
-        disc = discover(src, plan.roots)
-    model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off",
-                  partial=changed_rels is not None, started=started)
+    disc = discover(src, plan.roots)
+    inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
+    model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off", started=started)
 
     records: dict[str, list] = {}
     unreadable: dict[str, str] = {}
@@ -185,14 +175,15 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
     touched: set[str] = set()  # records made or changed in this run
     for f in disc.files:
         entry = old_files.get(f.rel)
-        if entry is not None and (
-            (changed_rels is not None and f.rel not in changed_rels)
-            or _unchanged(entry, f)
-        ):
+        if entry is not None and _unchanged(entry, f):
             records[f.rel] = list(entry)
             continue
         try:
-            data, ctime = _read(f.path)
+            data, ctime = _read(f.path, inside)
+        except TooLarge as e:
+            unreadable[f.rel] = (f"cannot read: {e.size / 2**20:.1f} MiB, over the {MAX_READ_BYTES // 2**20} MiB "
+                                 f"this tool reads; split or exclude the file")
+            continue
         except OSError as e:
             unreadable[f.rel] = f"cannot read: {e.strerror or e}"
             continue
@@ -232,8 +223,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None,
     for rel, rec in records.items():  # parsed by an earlier run that stopped half way
         if rec[FLAGS] & AST and rec[REFS] is None and rec[ERROR] is None and rel not in pending:
             try:
-                with open(by_rel[rel].path, "rb") as fh:
-                    pending[rel] = fh.read()
+                pending[rel] = _read(by_rel[rel].path, inside)[0]
             except OSError as e:
                 rec[ERROR] = f"cannot read: {e.strerror or e}"
                 continue
@@ -395,35 +385,6 @@ def _names_for(f: SourceFile, edges, prefixes) -> dict | None:
     return out
 
 
-def _cached_discovery(src: str, plan: ScanPlan, old: dict, changed: list[str]):
-    """The cached file list with the `changed` files' stat refreshed, and their rel paths; or
-    (None, None) when a full walk is needed (a file the cache does not know)."""
-    files = {}
-    native = (lambda rel: src + os.sep + rel) if os.sep == "/" else (lambda rel: os.path.join(src, *rel.split("/")))
-    for rel, module, is_package in old["discovery"]:
-        rec = old["files"].get(rel)
-        if rec is None:
-            return None, None  # it was unreadable then: walk again
-        files[rel] = SourceFile(native(rel), rel, module, is_package, rec[MTIME], rec[SIZE])
-    rels = set()
-    for path in changed:
-        rel = os.path.relpath(os.path.abspath(path), src).replace(os.sep, "/")
-        if rel.startswith("../") or rel.split("/", 1)[0] not in {*plan.roots, *(r + ".py" for r in plan.roots)}:
-            continue  # not part of the tree the rules check
-        known = files.get(rel)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None, None
-        if known is None or not stat_mod.S_ISREG(st.st_mode):
-            return None, None  # a new module can change how other files' imports resolve
-        files[rel] = SourceFile(known.path, rel, known.module, known.is_package, st.st_mtime_ns, st.st_size)
-        rels.add(rel)
-    disc = Discovery(src=src, files=sorted(files.values(), key=lambda f: f.rel),
-                     skipped=list(old.get("skipped", [])), missing_roots=list(old.get("missing_roots", [])))
-    return disc, rels
-
-
 # --------------------------------------------------------------------------- the last findings
 
 
@@ -431,14 +392,12 @@ def _stamp(cache_dir: str, src: str, plan: ScanPlan) -> Cache:
     return Cache(cache_dir, _key(os.path.abspath(src), plan), kind="stamp")
 
 
-def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, paths: list[str] | None = None,
-                generation: str | None = None):
+def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: str | None = None):
     """The value stored under `key` by the last run, if it still holds, else None.
 
-    Without `generation`: it holds when every file and directory under the roots has the
-    (mtime, ctime, size) it had then -- or, given `paths` (changed-files mode, which trusts the
-    cache for every other file), when those files have. With `generation` (of a model just
-    built): when it was computed from a model of that generation.
+    Without `generation`: it holds when the tree is the one the stamp recorded (`_same_tree`).
+    With `generation` (of a model just built): when it was computed from a model of that
+    generation.
     """
     cache = _stamp(cache_dir, src, plan)
     data = cache.load()
@@ -447,50 +406,59 @@ def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, paths: list[
         return None
     if generation is not None:
         return value if data.get("generation") == generation else None
-    state = data.get("state")
-    if state is None:
-        return None
-    roots, dirs, files = state
+    return value if _same_tree(data.get("state"), os.path.abspath(src), plan) else None
+
+
+def _same_tree(state, src: str, plan: ScanPlan) -> bool:
+    """Whether the tree under the roots is the recorded one: walked again (one `scandir` per
+    directory, one `lstat` per `.py` file: as cheap as stat'ing the recorded paths), every `.py`
+    file found must be recorded with its (mtime, ctime, size), and every recorded one found. So
+    the state vouches for the files that are there, never for a list someone wrote: a stamp
+    that leaves out a root, a directory or a file -- an empty state, say -- vouches for nothing."""
     try:
-        if paths is not None:
-            wanted = {os.path.abspath(p) for p in paths}
-            by_path = {path: (m, c, s) for path, m, c, s in files if path in wanted}
-            if len(by_path) != len(wanted):
-                return None
-            for path, (m, c, s) in by_path.items():
-                st = os.stat(path)
-                if (st.st_mtime_ns, st.st_ctime_ns, st.st_size) != (m, c, s):
-                    return None
-            return value
-        for path, is_dir, is_file in roots:
-            if (os.path.isdir(path), os.path.isfile(path + ".py")) != (is_dir, is_file):
-                return None
-        stat = os.stat
-        for path, m, c in dirs:
-            st = stat(path)
-            if st.st_mtime_ns != m or st.st_ctime_ns != c:
-                return None
-        for path, m, c, s in files:
-            st = stat(path)
-            if st.st_mtime_ns != m or st.st_ctime_ns != c or st.st_size != s:
-                return None
-    except OSError:
-        return None
-    return value
+        roots, _, files = state
+        recorded = {path: (m, c, s) for path, m, c, s in files}
+        if [r[0] for r in roots] != [os.path.join(src, r) for r in plan.roots]:
+            return False
+        seen = 0
+        for top, is_dir, is_file in roots:
+            if (os.path.isdir(top), os.path.isfile(top + ".py")) != (is_dir, is_file):
+                return False
+            if is_file:
+                st = os.lstat(top + ".py")
+                if recorded.get(top + ".py") != (st.st_mtime_ns, st.st_ctime_ns, st.st_size):
+                    return False
+                seen += 1
+            if is_dir and os.path.islink(top):
+                return False
+            stack = [top] if is_dir else []
+            while stack:
+                with os.scandir(stack.pop()) as it:
+                    for entry in it:
+                        if entry.is_symlink():
+                            return False  # the state never holds one (`_tree_state`)
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.name != "__pycache__":
+                                stack.append(entry.path)
+                        elif entry.name.endswith(".py"):
+                            st = entry.stat(follow_symlinks=False)
+                            if recorded.get(entry.path) != (st.st_mtime_ns, st.st_ctime_ns, st.st_size):
+                                return False
+                            seen += 1
+        return seen == len(recorded)
+    except (OSError, TypeError, ValueError):  # a tree that changed under us, a state of another shape
+        return False
 
 
 def save_result(model: Model, plan: ScanPlan, cache_dir: str, key: str, value) -> None:
-    """Store `value` (the findings of `model`) for `load_result`. A full run also records the
-    state of the tree, so the next run can answer from it without building anything."""
+    """Store `value` (the findings of `model`, plain data) for `load_result`, with the state of
+    the tree, so the next run can answer from it without building anything."""
     cache = _stamp(cache_dir, model.src, plan)
     data = cache.load()
     same = data.get("generation") == model.generation
     results = dict(data.get("results", {})) if same else {}  # findings depend on the generation only
     results[key] = value
-    if model.partial:  # it looked at the given files only: the recorded state stays (or goes)
-        state = data.get("state") if same else None
-    else:
-        state = _tree_state(model, plan, model.started)
+    state = _tree_state(model, plan, model.started)
     cache.save({"generation": model.generation, "state": state, "results": results}, model.started)
 
 

@@ -65,8 +65,12 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         if f.rule == RULE_ID:
             by_path.setdefault(f.path, []).append(f)
     left = run.left
+    seen: set[str] = set()
     for rel in sorted(by_path):
         path = os.path.join(src, *rel.split("/"))
+        if os.path.realpath(path) in seen:
+            continue  # a link to a file fixed under its own name (both were named)
+        seen.add(os.path.realpath(path))
         shown = shown_path(rel, src)  # what the output names: relative to cwd (see findings.py)
         is_package = rel.rsplit("/", 1)[-1] == "__init__.py"
         findings = sorted(by_path[rel])

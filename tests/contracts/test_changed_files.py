@@ -1,6 +1,6 @@
 """Changed-files mode (`namespace-lint PATH ...`, what pre-commit runs): the findings of the whole
-tree in those files only; with a warm cache, only those files are read again and the graph rules
-run on the cached graph with their edges replaced."""
+tree in those files only. Every file of the tree is stat'ed (never trusted from the cache): with a
+warm cache only the changed files are read again, and a change a pull made elsewhere is seen."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_matches_the_full_run_filtered_with_or_without_a_cache(tree, tmp_path_fa
     assert ("pkg/kernels/ops/gemm/fused_a_gemm.py", 1, "group-boundary", "pkg.kernels.ops.kvcache.hicache") in full
 
 
-def test_scans_only_the_given_files_when_the_cache_is_warm(tree, tmp_path_factory, not_racy, monkeypatch):
+def test_stats_the_whole_tree_but_reads_only_what_changed(tree, tmp_path_factory, not_racy, monkeypatch):
     root = tree(TREE)
     cache = tmp_path_factory.mktemp("cache")
     _run(root, cache=cache)
@@ -66,12 +66,11 @@ def test_scans_only_the_given_files_when_the_cache_is_warm(tree, tmp_path_factor
     opened = []
     real_read = model_mod._read
 
-    def spy(path):
+    def spy(path, *args):
         opened.append(str(path))
-        return real_read(path)
+        return real_read(path, *args)
 
     monkeypatch.setattr(model_mod, "_read", spy)  # what the scan reads (rules may read more)
-    monkeypatch.setattr(model_mod, "discover", lambda *a: pytest.fail("walked the tree"))
     checked = []
     real_unchanged = model_mod._unchanged
 
@@ -82,8 +81,44 @@ def test_scans_only_the_given_files_when_the_cache_is_warm(tree, tmp_path_factor
     monkeypatch.setattr(model_mod, "_unchanged", unchanged)
     result = _run(root, ["pkg/srt/b.py"], cache)
     assert opened == [str(root / "pkg/srt/b.py")]
-    assert checked == ["pkg/srt/b.py"]  # the other files' records are taken as they are
+    # every other file's record is checked against its stat, none taken on trust
+    assert sorted(checked) == sorted(f.rel for f in model_mod.discover(str(root), ("pkg",)).files)
     assert _found(result) == [("pkg/srt/b.py", 1, "removed-module", "pkg.jit_kernel.hicache")]
+
+
+CHAIN = ("pkg/kernels/ops/gemm/fused_a_gemm.py", 1, "group-boundary", "pkg.kernels.ops.kvcache.hicache")
+
+
+def test_a_chain_through_a_module_a_pull_changed_is_found(tree, tmp_path_factory, not_racy):
+    # Attack 3: the user's file is unchanged; a pull changed the module in the middle of the chain.
+    root = tree({**TREE, "pkg/kernels/util.py": "import os\n",
+                 "pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels import util\n"})
+    cache = tmp_path_factory.mktemp("cache")
+    assert CHAIN[:3] not in [f[:3] for f in _found(_run(root, cache=cache))]
+    (root / "pkg/kernels/util.py").write_text("from pkg.kernels.ops.kvcache import hicache\n")
+    given = ["pkg/kernels/ops/gemm/fused_a_gemm.py"]
+    assert CHAIN in _found(_run(root, given, cache)) == [f for f in _found(_run(root)) if f[0] in given]
+
+
+def test_a_chain_through_a_module_a_pull_added_is_found_and_counted(tree, tmp_path_factory, not_racy):
+    root = tree(TREE)
+    cache = tmp_path_factory.mktemp("cache")
+    before = _run(root, cache=cache)
+    (root / "pkg/kernels/util2.py").write_text("from pkg.kernels.ops.kvcache import hicache\n")
+    gemm = root / "pkg/kernels/ops/gemm/fused_a_gemm.py"
+    gemm.write_text("from pkg.kernels import util2\n")
+    result = _run(root, ["pkg/kernels/ops/gemm/fused_a_gemm.py"], cache)
+    assert CHAIN in _found(result)
+    assert result.files_total == before.files_total + 1 == result.files_scanned
+
+
+def test_a_path_spelled_through_a_symlink_is_the_file_it_names(tree, tmp_path_factory, not_racy):
+    root = tree(TREE)
+    (root / "alias").symlink_to(root / "pkg", target_is_directory=True)
+    cache = tmp_path_factory.mktemp("cache")
+    for c in (None, cache):
+        assert _found(_run(root, ["alias/srt/b.py"], c)) == [
+            ("pkg/srt/b.py", 1, "removed-module", "pkg.jit_kernel.norm")]
 
 
 def test_falls_back_to_a_full_walk_for_a_new_module(tree, tmp_path_factory, not_racy):

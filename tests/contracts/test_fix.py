@@ -338,16 +338,19 @@ def test_write_is_atomic_and_keeps_permission_bits(tree, capsys, monkeypatch):
     root = tree({CASE: "from pkg.jit_kernel.hicache import a\n"})
     os.chmod(root / CASE, 0o640)
     calls = []
-    real_replace = os.replace
+    real_rename = os.rename
 
-    def spy(src, dst):
-        calls.append((os.path.dirname(src), os.path.basename(src), os.stat(src).st_mode, os.path.basename(dst)))
-        real_replace(src, dst)
+    def spy(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+        # relative to the directory's descriptor, both sides: a swapped directory cannot redirect it
+        calls.append((os.readlink(f"/proc/self/fd/{src_dir_fd}"), src_dir_fd == dst_dir_fd, src,
+                      os.stat(src, dir_fd=src_dir_fd).st_mode, dst))
+        real_rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
-    monkeypatch.setattr(os, "replace", spy)
+    monkeypatch.setattr(os, "rename", spy)
     assert _fix(root) == 0
-    [(directory, temp_name, mode, target)] = calls
-    assert directory == str((root / CASE).parent) and temp_name.startswith(".case.py.") and target == "case.py"
+    [(directory, same_fd, temp_name, mode, target)] = calls
+    assert directory == str((root / CASE).parent) and same_fd
+    assert temp_name.startswith(".case.py.") and target == "case.py"
     assert stat.S_IMODE(mode) == 0o640
     assert stat.S_IMODE(os.stat(root / CASE).st_mode) == 0o640
     assert [p.name for p in (root / CASE).parent.iterdir() if "case" in p.name] == ["case.py"]
@@ -357,10 +360,10 @@ def test_failed_write_leaves_original_and_is_reported(tree, capsys, monkeypatch)
     source = "from pkg.jit_kernel.hicache import a\n"
     root = tree({CASE: source})
 
-    def fail(src, dst):
+    def fail(src, dst, **kw):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", fail)
+    monkeypatch.setattr(os, "rename", fail)
     assert _fix(root) == 1
     out = capsys.readouterr().out
     assert _read(root).decode() == source
