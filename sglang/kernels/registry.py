@@ -100,5 +100,11 @@ _ops("communication", "all_reduce", "fused_parallel_qknorm")
 _ops("gemm", "dsv3_fused_a_gemm", "dsv3_fused_a_gemm")
 _ops("gemm", "tiny_gemm", "tiny_n_gemm_bf16", "tiny_k_gemm_bf16")
 _ops("quantization", "per_token_group_quant", "per_token_group_quant")
-_ops("speculative", "resolve_future_token_ids", "resolve_future_token_ids")
-_ops("speculative", "ngram_embedding", "ngram_embedding")
+_ops(
+    "speculative",
+    "ngram_embedding",
+    "compute_n_gram_ids",
+    "compute_n_gram_ids_decode",
+    "update_token_table",
+    "update_token_table_decode",
+)

@@ -1,24 +1,32 @@
-"""Speculative-decoding group: token-id plumbing of the overlap scheduler and draft models.
+"""Speculative-decoding group: the n-gram embedding ids of upstream's `ngram_embedding.py`.
 
-- `resolve_future_token_ids(input_ids, future_token_ids_map)`: placeholders -> sampled ids,
-  in place.
-- `ngram_embedding(input_ids, embedding_weight, n, ...)`: hashed n-gram ids -> embedding rows.
+- `update_token_table[_decode](tokens, ne_token_table, row_indices, column_starts, ...)`: the
+  per-request token rows the n-grams are read from.
+- `compute_n_gram_ids[_decode](ne_n, ne_k, ne_weights, ne_mods, ...)`: hashed n-gram ids per
+  token and (n, k) configuration, written in place.
+
+(`resolve_future_token_ids` is gone: upstream removed it after 0.5.16, its overlap scheduler
+no longer writes placeholder ids.)
 """
 
 from sglang.kernels.ops.speculative.ngram_embedding import (
-    NGRAM_HASH_BASE,
-    ngram_embedding,
-    ngram_embedding_ref,
-)
-from sglang.kernels.ops.speculative.resolve_future_token_ids import (
-    resolve_future_token_ids,
-    resolve_future_token_ids_ref,
+    compute_n_gram_ids,
+    compute_n_gram_ids_decode,
+    compute_n_gram_ids_decode_ref,
+    compute_n_gram_ids_ref,
+    update_token_table,
+    update_token_table_decode,
+    update_token_table_decode_ref,
+    update_token_table_ref,
 )
 
 __all__ = [
-    "NGRAM_HASH_BASE",
-    "ngram_embedding",
-    "ngram_embedding_ref",
-    "resolve_future_token_ids",
-    "resolve_future_token_ids_ref",
+    "compute_n_gram_ids",
+    "compute_n_gram_ids_decode",
+    "compute_n_gram_ids_decode_ref",
+    "compute_n_gram_ids_ref",
+    "update_token_table",
+    "update_token_table_decode",
+    "update_token_table_decode_ref",
+    "update_token_table_ref",
 ]
