@@ -190,7 +190,7 @@ def _check(argv: list[str]) -> int:
         from contracts.baseline import write
 
         write(args.write_baseline, result.findings)
-        print(f"Wrote {len(result.findings)} findings to {args.write_baseline}.", file=sys.stderr)
+        print(f"Wrote {_plural(len(result.findings), 'finding')} to {args.write_baseline}.", file=sys.stderr)
         return EXIT_CLEAN
 
     findings = result.findings
@@ -364,5 +364,5 @@ def _verbose(result, timings: dict[str, float]) -> None:
         cache = "warm: the tree is unchanged, findings answered from the cache (no file read)"
     phases = ", ".join(f"{name} {seconds:.3f}s" for name, seconds in timings.items())
     print(f"namespace-lint: cache {cache}", file=sys.stderr)
-    print(f"namespace-lint: {result.files_scanned} of {result.files_total} files read; {phases}",
+    print(f"namespace-lint: {result.files_scanned} of {result.files_total} .py files scanned; {phases}",
           file=sys.stderr)
