@@ -339,29 +339,34 @@ def _classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter)
 def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str]) -> None:
     """References of the files in `pending`: of the hot statements only where grimp parsed the
     whole file (`parsed`), else (or when the kept text does not parse) of the whole file."""
-    from contracts.engine import scan as scan_mod
-    from contracts.engine.scan import scan_source
-    from contracts.engine.window import keep_hot_statements
-
-    limit = getattr(scan_mod, "MAX_PARSE_BYTES", None)
     for rel, data in pending.items():
         f = by_rel[rel]
         rec = records[rel]
         if rec[ERROR] is not None:
             continue
-        lines = hot.get(rel)
-        result = None
-        if f.module in parsed and (limit is None or len(data) <= limit):
-            kept = keep_hot_statements(data, plan.ast_words, lines)
-            if kept is not None:
-                result = scan_source(kept, f.module, f.is_package, plan.ast_words, lines)
-                if result.error is not None:
-                    result = None  # a line at column 0 inside brackets: parse it all
-        if result is None:
-            result = scan_source(data, f.module, f.is_package, plan.ast_words, lines)
+        result = file_refs(data, f.module, f.is_package, plan.ast_words, hot.get(rel), f.module in parsed)
         rec[REFS] = [_ref_tuple(r) for r in result.refs]
         rec[ERROR] = result.error
     pending.clear()
+
+
+def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int] | None, checked: bool):
+    """The references of one file (a `FileScan`): of the statements that span its hot `lines`
+    (None: the lines holding `words`), from the top-level statements around them where grimp
+    has already checked the whole file's syntax (`checked`), else from the whole file."""
+    from contracts.engine import scan as scan_mod
+    from contracts.engine.scan import scan_source
+    from contracts.engine.window import keep_hot_statements
+
+    limit = getattr(scan_mod, "MAX_PARSE_BYTES", None)
+    if checked and (limit is None or len(data) <= limit):
+        kept = keep_hot_statements(data, words, lines)
+        if kept is not None:
+            result = scan_source(kept, module, is_package, words, lines)
+            if result.error is None:
+                return result
+            # else a line at column 0 inside brackets cut a statement: parse it all
+    return scan_source(data, module, is_package, words, lines)
 
 
 def _names_for(f: SourceFile, edges, prefixes) -> dict | None:

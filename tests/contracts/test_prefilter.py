@@ -1,0 +1,273 @@
+"""The byte-level prefilter (`engine/prefilter.py`) hides nothing a full `ast` pass finds.
+
+1. Generated files (hypothesis): imports of every form, relative imports, string targets (whole,
+   `module:attr`, split by implicit concatenation over lines and comments), dynamic imports,
+   prose, decoys that share text with a removed prefix, nested in functions, classes and
+   `if TYPE_CHECKING:` blocks, with several removed prefixes at different depths (one inside
+   another). The references the fast path finds (hot lines -> windowed ast) equal those of the
+   full pass (every statement of the whole file), through the rule's own filter.
+2. The implicitly concatenated target of upstream's tests, end to end.
+3. A generated tree shaped like sglang 0.5.17 minus the 174 modules 0.5.23 no longer has: 174
+   prefixes, 537 references in every form amid decoys; the count is pinned and equals a run
+   in which every line of every file is hot.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contracts import config as config_mod
+from contracts.check import run
+from contracts.config import RemovedSpec
+from contracts.engine import model as model_mod
+from contracts.engine.discover import Discovery, SourceFile
+from contracts.engine.model import Model, file_refs
+from contracts.engine.prefilter import RemovedPrefilter
+from contracts.engine.scan import scan_source, searchable
+from contracts.rules import removed_module
+
+PREFIXES = ("pkg.old", "pkg.srt.gone", "pkg.srt.layers.dead", "pkg.a.b.c", "pkg.srt.layers.dead.sub")
+SPEC = RemovedSpec("removed", "removed", PREFIXES, (("pkg.old.x", "pkg.new.x"),))
+
+UNDER = ["pkg.old", "pkg.old.x", "pkg.old.x.y", "pkg.srt.gone", "pkg.srt.gone.f", "pkg.srt.layers.dead",
+         "pkg.srt.layers.dead.sub.q", "pkg.a.b.c", "pkg.a.b.c.d"]
+ANCESTORS = ["pkg", "pkg.srt", "pkg.srt.layers", "pkg.a", "pkg.a.b"]
+DECOYS = ["pkg.olden", "pkg.old_x", "pkg.srt.gone2", "pkg.srt.layers.deadly", "pkg.a.bc", "pkg.kept.mod",
+          "other.old", "xpkg.old", "pkg.srt.layers.dea"]
+PATHS = st.sampled_from(UNDER + ANCESTORS + DECOYS)
+CHILD = {"pkg": "old", "pkg.srt": "gone", "pkg.srt.layers": "dead", "pkg.a": "b", "pkg.a.b": "c"}  # base.child
+NAMES = st.sampled_from(["old", "gone", "dead", "c", "x", "f", "olden", "fine", "sub", "b", "*"])
+# (module, is_package) of the generated file: where its relative imports lead.
+PLACES = [("pkg.mod", False), ("pkg.srt.layers", True), ("pkg.srt.layers.fuzzed", False),
+          ("pkg.a.b.m", False), ("pkg.srt.x.y", False)]
+
+
+@st.composite
+def names_list(draw, multiline=False):
+    names = draw(st.lists(NAMES, min_size=1, max_size=3, unique=True))
+    if "*" in names:
+        return "*"
+    items = [f"{n} as al{i}" if draw(st.booleans()) else n for i, n in enumerate(names)]
+    if multiline:
+        return "(\n    " + ",  # note pkg.old\n    ".join(items) + ",\n)"
+    return ", ".join(items)
+
+
+@st.composite
+def string_target(draw):
+    path = draw(st.one_of(st.sampled_from(UNDER), PATHS))  # mostly strings that are references
+    if draw(st.booleans()):
+        path += ":" + draw(st.sampled_from(["fn", "Cls.meth"]))
+    q = draw(st.sampled_from(['"', "'"]))
+    form = draw(st.sampled_from(["plain", "split", "split", "fstring", "bytes"]))
+    if form == "split" and len(path) > 3:
+        at = draw(st.integers(3, len(path) - 1))  # after the root package name
+        sep = draw(st.sampled_from([" ", "\n    ", "  # a comment\n    ", " \\\n    "]))
+        return f"patch({q}{path[:at]}{q}{sep}{q}{path[at:]}{q})"
+    if form == "fstring":
+        return f"f{q}{path}{q}"
+    if form == "bytes":
+        return f"b{q}{path}{q}"
+    return f"{q}{path}{q}"
+
+
+@st.composite
+def statement(draw):
+    kind = draw(st.sampled_from(["import", "from", "from_ml", "from_bs", "rel", "str", "str", "dyn", "prose",
+                                 "attr", "odd"]))
+    path = draw(PATHS)
+    if kind == "odd":  # a dotted name written in pieces: blanks, a continuation, the base below
+        head, _, tail = draw(st.sampled_from(UNDER[1:] + ANCESTORS[1:])).partition(".")
+        base = draw(st.sampled_from(ANCESTORS))
+        return draw(st.sampled_from([
+            f"import {head} .{tail}", f"import {head}. {tail}", f"import {head}.\\\n    {tail}",
+            f"from {head} . {tail} import {draw(NAMES)}",
+            f"from \\\n    {base} import {draw(st.sampled_from([CHILD[base], 'fine']))}"]))
+    if kind == "import":
+        alias = " as al" if draw(st.booleans()) else ""
+        return draw(st.sampled_from([f"import {path}{alias}", f"import os, {path}{alias}"]))
+    if kind == "from":
+        return f"from {path} import {draw(names_list())}"
+    if kind == "from_ml":
+        return f"from {path} import {draw(names_list(multiline=True))}"
+    if kind == "from_bs":
+        return draw(st.sampled_from([f"from {path} \\\n    import {draw(NAMES)}",
+                                     f"from \\\n    {path} import {draw(NAMES)}"]))
+    if kind == "rel":
+        dots = "." * draw(st.integers(1, 3))
+        rel = draw(st.sampled_from(["", "old", "gone", "layers.dead", "dead", "x", "b.c", "c"]))
+        return f"from {dots}{rel} import {draw(names_list(multiline=draw(st.booleans())))}"
+    if kind == "str":
+        return f"target = {draw(string_target())}"
+    if kind == "dyn":
+        rel = draw(st.sampled_from(["old", "gone", "dead", "c"]))
+        package = draw(st.sampled_from(ANCESTORS + ["pkg.srt.layers.dead"]))
+        return draw(st.sampled_from([
+            f"importlib.import_module('{path}')", f"__import__(\"{path}\")",
+            f"import_module('.{rel}', '{package}')", f"import_module('..{rel}', package='{package}')"]))
+    if kind == "prose":
+        return draw(st.sampled_from([f"# see {path} and from {path} import x", f'"""Moved from {path}."""',
+                                     f"x = 'read it from {path}'"]))
+    return f"value = {path}.attr"
+
+
+@st.composite
+def source(draw):
+    # (No `import importlib` header: a file that calls `import_module` has every quoted path hot.)
+    lines = ['"""A generated module that names pkg.old in its docstring."""', "TYPE_CHECKING = False"]
+    for stmt in draw(st.lists(statement(), min_size=1, max_size=8)):
+        wrap = draw(st.sampled_from(["top", "top", "def", "class", "tc", "try"]))
+        body = stmt.replace("\n", "\n    ")
+        if wrap == "def":
+            lines += ["", "@decorator" if draw(st.booleans()) else "", "def f():", "    y = 1", "    " + body]
+        elif wrap == "class":
+            lines += ["class C:", "    def m(self):", "        " + body.replace("\n", "\n    ")]
+        elif wrap == "tc":
+            lines += ["if TYPE_CHECKING:", "    " + body]
+        elif wrap == "try":
+            lines += ["try:", "    " + body, "except ImportError:", "    pass"]
+        else:
+            lines.append(stmt)
+    text = "\n".join(line for line in lines if line != "") + "\n"
+    newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))
+    return text.replace("\n", newline).encode()
+
+
+def _findings(module: str, is_package: bool, refs) -> set:
+    f = SourceFile("/x.py", "x.py", module, is_package, 0, 0)
+    model = Model(src="/", discovery=Discovery(src="/", files=[f]), refs={"x.py": refs})
+    return {(ref.line, ref.col, ref.kind, imported) for _, _, ref, imported in removed_module.references(model, SPEC)}
+
+
+def _fast(data: bytes, module: str, is_package: bool):
+    lines = RemovedPrefilter(PREFIXES).hot_lines(searchable(data), module, is_package)
+    if not lines:
+        return []
+    return file_refs(data, module, is_package, (), lines, checked=True).refs
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=source(), place=st.sampled_from(PLACES))
+def test_fast_path_finds_what_a_full_ast_pass_finds(data, place):
+    module, is_package = place
+    full = scan_source(data, module, is_package)
+    if full.error is not None:
+        return  # (the generator writes valid Python; a rare odd case is no counterexample)
+    assert _findings(module, is_package, _fast(data, module, is_package)) == _findings(module, is_package, full.refs)
+
+
+def test_hot_lines_do_not_depend_on_unrelated_prefixes():
+    data = b"from pkg.srt.layers import dead\nfrom pkg.srt.layers import fine\n"
+    few = RemovedPrefilter(PREFIXES).hot_lines(data, "pkg.mod", False)
+    many = RemovedPrefilter(PREFIXES + tuple(f"pkg.z{i}.m" for i in range(1000))).hot_lines(data, "pkg.mod", False)
+    assert few == many == [1]
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+CONFIG = """\
+[importlinter]
+root_packages =
+    sglang
+contract_types =
+    removed_modules: contracts.RemovedModulesContract
+
+[importlinter:contract:removed]
+name = removed
+type = removed_modules
+removed_modules =
+"""
+
+
+def _write(root, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_implicitly_concatenated_target_over_lines_is_found(tmp_path):
+    _write(tmp_path, {
+        ".importlinter": CONFIG + "    sglang.srt.old_mod\n",
+        "sglang/__init__.py": "",
+        "sglang/srt/__init__.py": "",
+        "sglang/test/test_x.py": (
+            "from unittest.mock import patch\n\n"
+            "def test_it():\n"
+            "    with patch(\"sglang.srt.\"\n"
+            "               \"old_mod.fn\"):\n"
+            "        pass\n"
+            "    patch('sglang.srt.old_mod' ':helper')\n"
+        ),
+    })
+    result = run(config_mod.load(str(tmp_path / ".importlinter")), str(tmp_path))
+    found = [(f.path, f.line, f.imported) for f in result.findings if f.rule == "removed-module"]
+    assert found == [("sglang/test/test_x.py", 4, "sglang.srt.old_mod.fn"),
+                     ("sglang/test/test_x.py", 7, "sglang.srt.old_mod:helper")]
+
+
+def _release_like_tree(root, n_prefixes: int = 174) -> tuple[list[str], int]:
+    """A tree shaped like sglang 0.5.17 minus 174 removed modules: the prefixes at depths 2-5,
+    each named in one of nine forms by several files, amid decoys. Returns (prefixes, the number
+    of references written)."""
+    prefixes = []
+    for i in range(n_prefixes):
+        depth = 2 + i % 4
+        parts = ["sglang"] + [f"area{i % 6}", f"sub{i % 5}", f"deep{i % 3}"][: depth - 2] + [f"gone{i}"]
+        prefixes.append(".".join(parts))
+    files = {"sglang/__init__.py": ""}
+    for p in prefixes:  # the packages above each prefix still exist
+        parts = p.split(".")
+        for k in range(2, len(parts)):
+            files["/".join(parts[:k]) + "/__init__.py"] = ""
+    forms = [
+        lambda p, n: f"import {p}\n",
+        lambda p, n: f"from {p}.inner import thing as t{n}\n",
+        lambda p, n: f"from {p.rpartition('.')[0]} import (\n    {p.rpartition('.')[2]},  # moved\n    kept_{n},\n)\n",
+        lambda p, n: f"def lazy_{n}():\n    from {p} import fn\n    return fn\n",
+        lambda p, n: f"if TYPE_CHECKING:\n    import {p}.types\n",
+        lambda p, n: f"REGISTRY_{n} = \"{p}:Model\"\n",
+        lambda p, n: f"PATCH_{n} = patch(\"{p[:len(p) // 2]}\"\n    \"{p[len(p) // 2:]}.fn\")\n",
+        lambda p, n: f"MOD_{n} = importlib.import_module(\"{p}\")\n",
+        lambda p, n: f"x_{n} = 1; import {p}\n",
+    ]
+    decoys = [
+        lambda p, n: f"import {p}_v2\n",
+        lambda p, n: f"# {p} was removed in 0.5.23\n",
+        lambda p, n: f"from {p.rpartition('.')[0]} import {p.rpartition('.')[2]}_helper\n",
+        lambda p, n: f"NAME_{n} = \"{p} is gone\"\n",
+        lambda p, n: f"value_{n} = {p.replace('.', '_')}\n",
+    ]
+    written = 0
+    for j in range(240):
+        body = ["import importlib\nfrom unittest.mock import patch\nTYPE_CHECKING = False\n"]
+        for k in range(3 if j < 179 else 0):
+            n = j * 3 + k
+            if written < 537:
+                body.append(forms[n % len(forms)](prefixes[n % len(prefixes)], n))
+                written += 1
+        for k in range(4):
+            n = j * 4 + k
+            body.append(decoys[n % len(decoys)](prefixes[(n * 7) % len(prefixes)], n))
+        files[f"sglang/srt/mod_{j}.py"] = "".join(body)
+    _write(root, files)
+    return prefixes, written
+
+
+def test_release_shaped_tree_count_is_pinned_and_equals_an_all_hot_run(tmp_path, monkeypatch):
+    prefixes, written = _release_like_tree(tmp_path)
+    (tmp_path / ".importlinter").write_text(CONFIG + "".join(f"    {p}\n" for p in prefixes))
+    cfg = config_mod.load(str(tmp_path / ".importlinter"))
+    fast = run(cfg, str(tmp_path))
+    found = sorted((f.path, f.line, f.col, f.imported) for f in fast.findings if f.rule == "removed-module")
+    assert written == 537 and len(found) == 537
+
+    class AllHot:  # every line of every file is hot: the whole file goes through ast
+        def hot_lines(self, data, module, is_package):
+            return list(range(1, data.count(b"\n") + 2))
+
+    monkeypatch.setattr(model_mod, "_prefilter", lambda plan: AllHot())
+    full = run(cfg, str(tmp_path))
+    assert sorted((f.path, f.line, f.col, f.imported) for f in full.findings if f.rule == "removed-module") == found
