@@ -173,6 +173,13 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
     hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
     prefilter = _prefilter(plan)
     touched: set[str] = set()  # records made or changed in this run
+    known = disc.by_module
+    roots = {r: os.path.join(src, r) for r in plan.roots if os.path.isdir(os.path.join(src, r))}
+    scanner = EdgeScanner(known, roots)
+    background = _Background(scanner)
+    submitted: set[str] = set()
+    batch: list[SourceFile] = []
+    decoded: set[str] = set()
     for f in disc.files:
         entry = old_files.get(f.rel)
         if entry is not None and _unchanged(entry, f):
@@ -195,13 +202,18 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
         if flags & AST:
             pending[f.rel] = data
             hot[f.rel] = lines
+        if flags & DECODED:
+            decoded.add(f.module)
+        if flags & (AST | GRAPH):
+            batch.append(f)  # its edges, or (AST only) grimp's check of the whole file's syntax
+            if len(batch) >= _BATCH:
+                background.submit(batch, decoded)
+                submitted.update(b.rel for b in batch)
+                batch = []
         # A file that names nothing checked is read again when its stat changes: no hash needed.
         digest = content_digest(data) if cache is not None and flags else None
         records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
 
-    known = disc.by_module
-    roots = {r: os.path.join(src, r) for r in plan.roots if os.path.isdir(os.path.join(src, r))}
-    scanner = EdgeScanner(known, roots)
     by_rel = {f.rel: f for f in disc.files}
 
     def needs_edges(f: SourceFile) -> bool:
@@ -229,14 +241,20 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
                 continue
             hot[rel] = _classify(by_rel[rel], pending[rel], plan, searchable, prefilter)[1]
 
-    # One native scan: the edges of the graph files, and a full parse of the files ast will
-    # read only in part (grimp is a syntax check for them; their edges are kept only if wanted).
+    # One native scan, in batches on a second thread while this one goes on: the edges of the
+    # graph files, and a full parse of the files ast will read only in part (grimp is a syntax
+    # check for them; their edges are kept only if wanted).
+    decoded |= {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & DECODED}
     graph_files = [f for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH and needs_edges(f)]
-    batch = graph_files + [by_rel[rel] for rel in pending
-                           if not records[rel][FLAGS] & GRAPH and records[rel][ERROR] is None]
-    decoded = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & DECODED}
-    edges, failed = scanner.scan(batch, decoded) if batch else ({}, {})
-    _scan_ast(records, pending, hot, by_rel, plan, parsed=set(edges))
+    queued = submitted | {f.rel for f in batch}
+    background.submit(batch + [f for f in graph_files if f.rel not in queued] + [
+        by_rel[rel] for rel in pending
+        if rel not in queued and not records[rel][FLAGS] & GRAPH and records[rel][ERROR] is None], decoded)
+    # The ast pass meanwhile, as if grimp had checked every file; a file it did not check (it
+    # failed, or is not for its scanner) is parsed again whole below, which says why.
+    done = _scan_ast(records, pending, hot, by_rel, plan, parsed=None)
+    edges, failed = background.results()
+    _rescan_unchecked(records, pending, done, by_rel, hot, plan, set(edges))
     store_edges(graph_files, edges, failed)
 
     # Close the graph under imports from the checked packages.
@@ -336,18 +354,75 @@ def _classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter)
     return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), None
 
 
-def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str]) -> None:
+def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str] | None) -> list[str]:
     """References of the files in `pending`: of the hot statements only where grimp parsed the
-    whole file (`parsed`), else (or when the kept text does not parse) of the whole file."""
+    whole file (`parsed`; None: as if it had, see `_rescan_unchecked`), else (or when the kept
+    text does not parse) of the whole file. Returns the files it scanned."""
+    done = []
     for rel, data in pending.items():
         f = by_rel[rel]
         rec = records[rel]
         if rec[ERROR] is not None:
             continue
-        result = file_refs(data, f.module, f.is_package, plan.ast_words, hot.get(rel), f.module in parsed)
+        checked = parsed is None or f.module in parsed
+        result = file_refs(data, f.module, f.is_package, plan.ast_words, hot.get(rel), checked)
+        rec[REFS] = [_ref_tuple(r) for r in result.refs]
+        rec[ERROR] = result.error
+        done.append(rel)
+    return done
+
+
+def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parsed: set[str]) -> None:
+    """The files `_scan_ast` read in part as if grimp had checked them, where it did not (it
+    failed on them, or they are not for its scanner): parsed again whole, which says why."""
+    for rel in done:
+        f = by_rel[rel]
+        if f.module in parsed:
+            continue
+        rec = records[rel]
+        result = file_refs(pending[rel], f.module, f.is_package, plan.ast_words, hot.get(rel), False)
         rec[REFS] = [_ref_tuple(r) for r in result.refs]
         rec[ERROR] = result.error
     pending.clear()
+
+
+_BATCH = 512  # files per native scan call (each costs ~4 ms besides its files)
+
+
+class _Background:
+    """grimp's scans on one second thread. The native scanner releases the GIL while it parses
+    (with its own worker threads), so this thread's Python -- reading, the prefilter, `ast` --
+    runs meanwhile on the other core. Results do not depend on how the files are batched: each
+    file's edges are resolved against every module of the tree."""
+
+    def __init__(self, scanner: EdgeScanner) -> None:
+        self.scanner = scanner
+        self.pool = None
+        self.futures: list = []
+
+    def submit(self, files: list[SourceFile], decoded: set[str]) -> None:
+        if not files:
+            return
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="namespace-lint-scan")
+        self.futures.append(self.pool.submit(self.scanner.scan, list(files), frozenset(decoded)))
+
+    def results(self) -> tuple[dict, dict]:
+        edges: dict = {}
+        failed: dict = {}
+        try:
+            for fut in self.futures:
+                e, f = fut.result()
+                edges.update(e)
+                failed.update(f)
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
+        self.futures = []
+        self.pool = None
+        return edges, failed
 
 
 def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int] | None, checked: bool):
