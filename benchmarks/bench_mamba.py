@@ -3,8 +3,9 @@
 Run from the repo root: `python benchmarks/bench_mamba.py`. Cases (bf16 activations):
 - `causal_conv1d` prefill: 8 packed sequences of a few lengths, dim 2048, width 4, half of them
   continuing from a cached state, SiLU; and decode (one token per sequence) for a few batches.
-- `transfer_mamba_states`: copying request slots of a 4-layer [conv, ssm] state pool, device to
-  device (forking cached prefixes) and device to pinned host (a backup).
+- `transfer_kv_mamba_lf_pf` / `_pf_lf`: backing up request slots of a 4-layer SSM state pool
+  into a page-first pinned host pool (every layer in one launch, through the layers' address
+  table), and loading one layer back.
 Each case first checks the kernel against the reference (outputs within the bf16 tolerance,
 states bit-identical), then prints the median times, the speedup. Without a CUDA device it says
 so and exits 0.
@@ -13,6 +14,7 @@ so and exits 0.
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 # `sglang` lives at the repo root, one level above this script's folder.
@@ -43,10 +45,7 @@ def _conv_cases(device):
         x = torch.randn(PREFILL_BATCH * seqlen, DIM, dtype=DTYPE, device=device)
         kw = {
             "conv_state": state,
-            "query_start_loc": torch.arange(
-                PREFILL_BATCH + 1, device=device, dtype=torch.int32
-            )
-            * seqlen,
+            "query_start_loc": torch.arange(PREFILL_BATCH + 1, device=device, dtype=torch.int32) * seqlen,
             "cache_indices": torch.randperm(CACHE_LINES, device=device)[:PREFILL_BATCH],
             "has_initial_state": torch.arange(PREFILL_BATCH, device=device) % 2 == 0,
             "activation": "silu",
@@ -92,28 +91,38 @@ def _state_pool(device, pinned=False):
 
 
 def _transfer_cases(device):
+    from sglang.kernels.ops.kvcache import layer_pointer_table
     from sglang.kernels.ops.mamba import (
-        transfer_mamba_states,
-        transfer_mamba_states_ref,
+        transfer_kv_mamba_lf_pf,
+        transfer_kv_mamba_lf_pf_ref,
+        transfer_kv_mamba_pf_lf,
+        transfer_kv_mamba_pf_lf_ref,
     )
 
-    pool, host = _state_pool(device), _state_pool(device, pinned=True)
+    # Device: layer-first per-layer SSM states; host: page-first [slots, layers, ...], pinned.
+    layers = _state_pool(device)[STATE_LAYERS:]
+    item = layers[0][0].numel() * layers[0].element_size()
+    host = torch.empty(
+        (STATE_SLOTS, STATE_LAYERS, *layers[0].shape[1:]), dtype=layers[0].dtype, pin_memory=True
+    )
+    host.copy_(torch.randn(host.shape, device=device).to(host.dtype))
+    table = layer_pointer_table(layers, device)
     for n in STATE_COPIES:
-        src = torch.randperm(STATE_SLOTS // 2, device=device)[:n]
-        dst = src + STATE_SLOTS // 2  # disjoint halves of one pool
-        args = (pool, pool, src, dst)
+        dev_idx = torch.randperm(STATE_SLOTS, device=device)[:n]
+        host_idx = torch.randperm(STATE_SLOTS, device=device)[:n]
+        backup = (dev_idx, host_idx, item, item * STATE_LAYERS, STATE_LAYERS)
         yield (
-            f"states fork d->d n={n}",
-            (lambda a=args: transfer_mamba_states(*a)),
-            (lambda a=args: transfer_mamba_states_ref(*a)),
-            pool,
-        )
-        args = (pool, host, src, dst.cpu())
-        yield (
-            f"states backup d->h n={n}",
-            (lambda a=args: transfer_mamba_states(*a)),
-            (lambda a=args: transfer_mamba_states_ref(*a)),
+            f"ssm backup d->h n={n}",
+            partial(transfer_kv_mamba_lf_pf, table, host, *backup),
+            partial(transfer_kv_mamba_lf_pf_ref, layers, host, *backup),
             host,
+        )
+        load = (host_idx, dev_idx, 1, item, item * STATE_LAYERS)
+        yield (
+            f"ssm load h->d layer 1 n={n}",
+            partial(transfer_kv_mamba_pf_lf, host, layers[1], *load),
+            partial(transfer_kv_mamba_pf_lf_ref, host, layers[1], *load),
+            layers[1],
         )
 
 
@@ -141,17 +150,13 @@ def main() -> int:
         print(f"{NAME}: no CUDA device, nothing to measure")
         return 0
     device = torch.device("cuda")
-    print(
-        f"\nmamba ({DTYPE}; conv dim {DIM}, width {WIDTH}; states {STATE_LAYERS} layers)"
-    )
+    print(f"\nmamba ({DTYPE}; conv dim {DIM}, width {WIDTH}; states {STATE_LAYERS} layers)")
     print(f"{'case':>28} {'triton ms':>10} {'torch ref ms':>13} {'speedup':>8}")
     for cases in (_conv_cases(device), _transfer_cases(device)):
         for label, run, run_ref, states in cases:
             _check(run, run_ref, states)
             t_triton, t_ref = _median_ms(run), _median_ms(run_ref)
-            print(
-                f"{label:>28} {t_triton:>10.4f} {t_ref:>13.4f} {t_ref / t_triton:>7.2f}x"
-            )
+            print(f"{label:>28} {t_triton:>10.4f} {t_ref:>13.4f} {t_ref / t_triton:>7.2f}x")
     return 0
 
 

@@ -6,8 +6,12 @@ so kernels can address it, and moves them back and forth with the kernel layer's
 
 - `HostKVCache`: the base: slot allocator (page granular) and the backup/load interface.
 - `MHATokenToKVPool` / `MambaPool`: minimal device pools (K/V per layer; conv and SSM states per
-  layer) with the device-side operations the runtime needs from them.
-- `MambaPoolHost`: the host mirror of a `MambaPool`. The MHA host pool lives in
+  layer) with the device-side operations the runtime needs from them. Like upstream's, each
+  keeps uint64 tables of its layers' base addresses (`k_data_ptrs`, ...), built once, for the
+  all-layer transfer kernels; the KV pool's slot 0 is the reserved CUDA-graph padding slot
+  (`size` real slots are 1..size), whose writes `store_cache` skips.
+- `MambaPoolHost`: the host mirror of a `MambaPool`, page-first (`[size, layers, ...]`) as
+  upstream's, moved with `transfer_kv_mamba_lf_pf` / `_pf_lf`. The MHA host pool lives in
   `pool_host/mha.py`.
 - `host_pool_class`: the registry that picks the host pool for a device pool.
 """
@@ -15,15 +19,21 @@ so kernels can address it, and moves them back and forth with the kernel layer's
 from __future__ import annotations
 
 import abc
+import os
 
 import torch
 
 from sglang.kernels.ops.kvcache import (
     can_use_hicache_jit_kernel,
+    layer_pointer_table,
     store_cache,
     transfer_hicache_all_layer,
 )
-from sglang.kernels.ops.mamba import transfer_mamba_states
+from sglang.kernels.ops.mamba import (
+    can_use_transfer_kv_mamba_kernel,
+    transfer_kv_mamba_lf_pf,
+    transfer_kv_mamba_pf_lf,
+)
 
 __all__ = [
     "HostKVCache",
@@ -39,11 +49,23 @@ def _pin_ok(pin_memory: bool) -> bool:
     return bool(pin_memory) and torch.cuda.is_available()
 
 
-class MHATokenToKVPool:
-    """Device K/V pool: `k_buffer`, `v_buffer` `[layer_num, size, head_num, head_dim]`.
+def kernel_runs_on(device: torch.device, host_pinned: bool = True) -> bool:
+    """Whether the transfer kernels can address a pool on `device` and its host mirror.
 
-    Stacked per layer, so `k_buffer[layer]` is one layer's `[size, head_num, head_dim]` pool and
-    the whole tensor feeds an all-layer transfer in one launch.
+    On CUDA the host side must be pinned (the GPU addresses only page-locked host memory); on
+    the CPU the kernels run only under Triton's interpreter (`TRITON_INTERPRET=1`).
+    """
+    if device.type == "cuda":
+        return bool(host_pinned)
+    return device.type == "cpu" and os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+class MHATokenToKVPool:
+    """Device K/V pool: `k_buffer`, `v_buffer` `[layer_num, size + 1, head_num, head_dim]`.
+
+    Stacked per layer, so `k_buffer[layer]` is one layer's pool; row 0 is the padding slot a
+    CUDA-graph padded batch writes to (skipped by `store_cache`), rows 1..size are real slots.
+    `k_data_ptrs` / `v_data_ptrs` tabulate the layers' addresses for all-layer transfers.
     """
 
     def __init__(
@@ -57,16 +79,18 @@ class MHATokenToKVPool:
     ):
         self.size, self.head_num, self.head_dim = size, head_num, head_dim
         self.layer_num, self.dtype, self.device = layer_num, dtype, torch.device(device)
-        shape = (layer_num, size, head_num, head_dim)
+        shape = (layer_num, size + 1, head_num, head_dim)
         self.k_buffer = torch.zeros(shape, dtype=dtype, device=self.device)
         self.v_buffer = torch.zeros(shape, dtype=dtype, device=self.device)
-        row_bytes = head_num * head_dim * torch.empty((), dtype=dtype).element_size()
-        self.can_use_jit = can_use_hicache_jit_kernel(row_bytes, device=self.device)
+        self.row_bytes = head_num * head_dim * self.k_buffer.element_size()
+        self.k_data_ptrs = layer_pointer_table(self.k_buffer)
+        self.v_data_ptrs = layer_pointer_table(self.v_buffer)
+        self.can_use_jit = can_use_hicache_jit_kernel(element_size=self.row_bytes) and kernel_runs_on(
+            self.device
+        )
 
-    def set_kv_buffer(
-        self, layer_id: int, loc: torch.Tensor, k: torch.Tensor, v: torch.Tensor
-    ):
-        """Store a step's new rows `k`, `v` `[T, head_num, head_dim]` at slots `loc`."""
+    def set_kv_buffer(self, layer_id: int, loc: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        """Store a step's new rows `k`, `v` `[T, head_num, head_dim]` at slots `loc` (slot 0: dropped)."""
         store_cache(k, v, self.k_buffer[layer_id], self.v_buffer[layer_id], loc)
 
     def get_key_buffer(self, layer_id: int) -> torch.Tensor:
@@ -79,12 +103,14 @@ class MHATokenToKVPool:
         """Copy slots `src_loc` to slots `tgt_loc` in every layer (the two sets must not overlap)."""
         if self.can_use_jit:
             transfer_hicache_all_layer(
-                self.k_buffer,
-                self.v_buffer,
-                self.k_buffer,
-                self.v_buffer,
-                src_loc,
-                tgt_loc,
+                self.k_data_ptrs,
+                self.v_data_ptrs,
+                tgt_loc.to(self.device),
+                self.k_data_ptrs,
+                self.v_data_ptrs,
+                src_loc.to(self.device),
+                kv_cache_src_stride_bytes=self.row_bytes,
+                kv_cache_dst_stride_bytes=self.row_bytes,
             )
         else:
             self.k_buffer[:, tgt_loc] = self.k_buffer[:, src_loc]
@@ -106,21 +132,19 @@ class MambaPool:
         device: str | torch.device = "cpu",
     ):
         self.size, self.layer_num, self.device = size, layer_num, torch.device(device)
-        self.conv_state = torch.zeros(
-            (layer_num, size, *conv_shape), dtype=conv_dtype, device=self.device
-        )
-        self.ssm_state = torch.zeros(
-            (layer_num, size, *ssm_shape), dtype=ssm_dtype, device=self.device
-        )
+        self.conv_state = torch.zeros((layer_num, size, *conv_shape), dtype=conv_dtype, device=self.device)
+        self.ssm_state = torch.zeros((layer_num, size, *ssm_shape), dtype=ssm_dtype, device=self.device)
+        self.conv_ptrs = layer_pointer_table(self.conv_state)
+        self.ssm_ptrs = layer_pointer_table(self.ssm_state)
 
-    def state_tensors(self) -> list[torch.Tensor]:
-        """Every `[size, ...]` state tensor: each layer's conv state, then each layer's SSM state."""
-        return [*self.conv_state.unbind(0), *self.ssm_state.unbind(0)]
+    def states(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(layer-first state `[layer_num, size, ...]`, its layers' address table) per state kind."""
+        return [(self.conv_state, self.conv_ptrs), (self.ssm_state, self.ssm_ptrs)]
 
     def copy_from(self, src_index: torch.Tensor, dst_index: torch.Tensor) -> None:
         """Copy request slots `src_index` into slots `dst_index` (e.g. fork a cached prefix)."""
-        states = self.state_tensors()
-        transfer_mamba_states(states, states, src_index, dst_index)
+        for state, _ in self.states():
+            state[:, dst_index] = state[:, src_index]
 
 
 class HostKVCache(abc.ABC):
@@ -157,21 +181,25 @@ class HostKVCache(abc.ABC):
         """Allocate the host tensors."""
 
     @abc.abstractmethod
-    def backup_from_device_all_layer(
-        self, device_pool, host_indices, device_indices
-    ) -> None:
+    def backup_from_device_all_layer(self, device_pool, host_indices, device_indices) -> None:
         """Copy device slots `device_indices` into host slots `host_indices`, every layer."""
 
     @abc.abstractmethod
-    def load_to_device_all_layer(
-        self, device_pool, host_indices, device_indices
-    ) -> None:
+    def load_to_device_all_layer(self, device_pool, host_indices, device_indices) -> None:
         """Copy host slots `host_indices` back into device slots `device_indices`, every layer."""
 
     def _alloc_tensor(self, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
-        return torch.zeros(
-            shape, dtype=dtype, device=self.device, pin_memory=self.pin_memory
-        )
+        return torch.zeros(shape, dtype=dtype, device=self.device, pin_memory=self.pin_memory)
+
+    def _check_host_indices(self, host_indices: torch.Tensor) -> None:
+        """Host slots are host data (a CPU tensor): checking them reads no device memory."""
+        if host_indices.device.type != "cpu":
+            return  # on a device: the kernels assert their ranges there
+        if host_indices.numel() and (int(host_indices.min()) < 0 or int(host_indices.max()) >= self.size):
+            raise ValueError(
+                f"{type(self).__name__}: host_indices must lie in [0, {self.size}), got "
+                f"[{int(host_indices.min())}, {int(host_indices.max())}]"
+            )
 
     def available_size(self) -> int:
         return int(self.free_slots.numel())
@@ -197,7 +225,12 @@ class HostKVCache(abc.ABC):
 
 
 class MambaPoolHost(HostKVCache):
-    """Host mirror of a `MambaPool`: the same state tensors with `host_size` slots."""
+    """Host mirror of a `MambaPool`, page-first: `conv_state` `[size, layer_num, ...]`, `ssm_state` likewise.
+
+    A request's states for every layer are one contiguous page, so a backup writes each page
+    once (`transfer_kv_mamba_lf_pf`, every layer in one launch) and a load reads one layer's
+    items back per call (`transfer_kv_mamba_pf_lf`), as upstream's host pool does.
+    """
 
     def __init__(
         self,
@@ -207,39 +240,63 @@ class MambaPoolHost(HostKVCache):
         device: str = "cpu",
     ):
         super().__init__(device_pool, host_size, 1, pin_memory, device)
+        self.can_use_jit = can_use_transfer_kv_mamba_kernel(device_pool.device) and kernel_runs_on(
+            device_pool.device, self.pin_memory
+        )
 
     def init_buffers(self) -> None:
         pool = self.device_pool
         self.conv_state = self._alloc_tensor(
-            (pool.layer_num, self.size, *pool.conv_state.shape[2:]),
+            (self.size, pool.layer_num, *pool.conv_state.shape[2:]),
             pool.conv_state.dtype,
         )
         self.ssm_state = self._alloc_tensor(
-            (pool.layer_num, self.size, *pool.ssm_state.shape[2:]), pool.ssm_state.dtype
+            (self.size, pool.layer_num, *pool.ssm_state.shape[2:]), pool.ssm_state.dtype
         )
 
-    def state_tensors(self) -> list[torch.Tensor]:
-        return [*self.conv_state.unbind(0), *self.ssm_state.unbind(0)]
+    def _pairs(self, device_pool):
+        """(device layer-first state, its table, host page-first state, item bytes) per kind."""
+        for (dev, ptrs), host in zip(device_pool.states(), (self.conv_state, self.ssm_state)):
+            yield dev, ptrs, host, dev[0, 0].numel() * dev.element_size()
 
-    def backup_from_device_all_layer(
-        self, device_pool, host_indices, device_indices
-    ) -> None:
-        transfer_mamba_states(
-            device_pool.state_tensors(),
-            self.state_tensors(),
-            device_indices,
-            host_indices,
-        )
+    def backup_from_device_all_layer(self, device_pool, host_indices, device_indices) -> None:
+        self._check_host_indices(host_indices)
+        layers = device_pool.layer_num
+        for dev, ptrs, host, item in self._pairs(device_pool):
+            if self.can_use_jit:
+                transfer_kv_mamba_lf_pf(
+                    src_ptrs=ptrs,
+                    dst=host,
+                    src_indices=device_indices,
+                    dst_indices=host_indices.to(dev.device),
+                    item_size=item,
+                    dst_layout_dim=item * layers,
+                    num_layers=layers,
+                )
+            else:
+                host[host_indices] = dev[:, device_indices.to(dev.device)].transpose(0, 1).to(host.device)
 
-    def load_to_device_all_layer(
-        self, device_pool, host_indices, device_indices
-    ) -> None:
-        transfer_mamba_states(
-            self.state_tensors(),
-            device_pool.state_tensors(),
-            host_indices,
-            device_indices,
-        )
+    def load_to_device_per_layer(self, device_pool, host_indices, device_indices, layer_id: int) -> None:
+        self._check_host_indices(host_indices)
+        layers = device_pool.layer_num
+        for dev, _, host, item in self._pairs(device_pool):
+            if self.can_use_jit:
+                transfer_kv_mamba_pf_lf(
+                    src=host,
+                    dst=dev[layer_id],
+                    src_indices=host_indices.to(dev.device),
+                    dst_indices=device_indices,
+                    layer_id=layer_id,
+                    item_size=item,
+                    src_layout_dim=item * layers,
+                )
+            else:
+                rows = host[host_indices, layer_id].to(dev.device)
+                dev[layer_id, device_indices.to(dev.device)] = rows
+
+    def load_to_device_all_layer(self, device_pool, host_indices, device_indices) -> None:
+        for layer_id in range(device_pool.layer_num):
+            self.load_to_device_per_layer(device_pool, host_indices, device_indices, layer_id)
 
 
 def host_pool_class(device_pool) -> type[HostKVCache]:

@@ -1,27 +1,40 @@
-"""HiCache K/V page transfer: copy token rows between a device KV pool and a host KV pool.
+"""HiCache K/V transfers: copy token rows between a device KV pool and a host KV pool.
 
-    k_dst[dst_indices[i]] = k_src[src_indices[i]]    v_dst[dst_indices[i]] = v_src[src_indices[i]]
+    k_cache_dst[indices_dst[i]] = k_cache_src[indices_src[i]]     (V likewise)
 
-for every i (one layer), or for every layer l of stacked `[L, num_slots, ...]` pools at once
-(`k_dst[l, dst_indices[i]] = k_src[l, src_indices[i]]`). A row (one token slot) is everything after
-the slot axis: `[head_num, head_dim]` or `[item_size]`, contiguous within the slot; the slot and
-layer strides are free, so per-layer views of a `page_first` host buffer work too.
+upstream 0.5.17's API, destination first, tuning arguments keyword-only:
+
+- `transfer_hicache_one_layer(k_cache_dst, v_cache_dst, indices_dst, k_cache_src, v_cache_src,
+  indices_src, *, element_dim=None, unroll=None, block_quota=None)`: one layer's pools, seen as
+  `[-1, element_dim]` rows (`element_dim` defaults to the last dim); slot strides are free, so
+  per-layer views of a `page_first` host buffer work.
+- `transfer_hicache_all_layer(k_ptr_dst, v_ptr_dst, indices_dst, k_ptr_src, v_ptr_src,
+  indices_src, *, kv_cache_src_stride_bytes, kv_cache_dst_stride_bytes, element_size=None, ...)`:
+  every layer in one launch, each side given as a uint64 `[num_layers]` table of the layers'
+  base addresses (`torch.tensor([t.data_ptr() for t in layers], dtype=torch.uint64)`, built once
+  by the pool), with the byte stride between slots and `element_size` bytes copied per row.
+  upstream's CUDA kernel dereferences the table; this Triton kernel does the same
+  (`tl.load(table + layer)` bitcast to a pointer), so it runs over whatever pools the
+  addresses point at. What it cannot do is check them: the addresses are device data, and the
+  pools' sizes are not passed, so slot ranges are the caller's contract, as upstream's.
 
 Why a kernel: hierarchical caching moves thousands of scattered token rows per layer between
-GPU memory and pinned host memory ("load back" host -> device, "backup" device -> host). A torch
-`index_select` + `index_copy_` pair stages the rows through a temporary and issues one launch per
-tensor and layer; the kernel reads each row where it lies (pinned host memory is addressable by
-the GPU) and writes it in place, K and V and all layers in one launch. The copy moves raw 4-byte
-words, never values, so it is bit-exact for every dtype (bf16, fp8 stored as uint8, ...).
+GPU memory and pinned host memory (the GPU addresses pinned memory directly). Torch would
+stage them through `index_select` + `index_copy_` per tensor and layer; the kernel reads each
+row where it lies and writes it in place, K and V (and every layer) in one launch. It moves
+raw 4-byte words (bytes when a row or stride is not a whole number of words), never values, so
+it is bit-exact for every dtype (bf16, fp8 stored as uint8, ...).
 
-Both directions use the same function: pass the host tensors as `*_src` to load back and as
-`*_dst` to back up. The public functions write `*_dst` in place and return None; so do the refs.
+`unroll` and `block_quota` are upstream's CUDA tuning knobs (loop unrolling, a cap on CTAs so
+a transfer does not crowd out compute); they are accepted and checked, and the Triton launch
+does not need them (its block size is set from the row). Index ranges of the one-layer copy
+are checked on the device (`torch._assert_async`), never by reading the indices on the host;
+a repeated destination slot is the caller's contract (two writes race), as upstream's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 
 import torch
 import triton
@@ -31,14 +44,17 @@ from sglang.kernels.jit import (
     check_index,
     check_index_range,
     copy_kernel_device,
+    has_cuda,
     interpreter_enabled,
     next_power_of_2,
     triton_available,
 )
 
-# The kernel copies rows as 4-byte words (int32), so a row must be a whole number of words:
-# word copies are bit-exact for any element type and let Triton emit 16-byte vector accesses
-# when the row stride is a multiple of 16 bytes.
+# upstream's default CTA quota (accepted; see the module docstring).
+DEFAULT_BLOCK_QUOTA = 2
+
+# Rows move as 4-byte words when every byte offset is a multiple of 4 (Triton then emits 16-byte
+# vector accesses for 16-byte-aligned rows), as bytes otherwise.
 _WORD_BYTES = 4
 
 # At most 1024 words (4 KiB) per program: 4 warps x 32 threads x 4 words (one 16-byte vector
@@ -49,319 +65,414 @@ _MAX_BLOCK_WORDS = 1024
 
 @triton.jit
 def _transfer_hicache_kernel(
-    k_src_ptr,  # int32 words [L, S_src, n_words] (L = 1 for one layer)
-    v_src_ptr,  # int32 words [L, S_src, n_words]
-    k_dst_ptr,  # int32 words [L, S_dst, n_words]
-    v_dst_ptr,  # int32 words [L, S_dst, n_words]
-    src_idx_ptr,  # int64 [N] source slot of each copied row
-    dst_idx_ptr,  # int64 [N] destination slot of each copied row (no duplicates)
-    k_src_layer_stride,  # words between layers of k_src
-    k_src_row_stride,  # words between slots of k_src
-    v_src_layer_stride,
-    v_src_row_stride,
-    k_dst_layer_stride,
-    k_dst_row_stride,
-    v_dst_layer_stride,
-    v_dst_row_stride,
+    k_dst,  # FROM_TABLE: uint64 [L] layer base addresses; else the K destination pool
+    v_dst,  # likewise for V
+    idx_dst_ptr,  # int32/int64 [N] destination slot of each row
+    k_src,  # FROM_TABLE: uint64 [L] layer base addresses; else the K source pool
+    v_src,  # likewise for V
+    idx_src_ptr,  # int32/int64 [N] source slot of each row
+    k_src_stride,  # words between slots of the K source
+    v_src_stride,  # words between slots of the V source
+    k_dst_stride,  # words between slots of the K destination
+    v_dst_stride,  # words between slots of the V destination
     n_words,  # words per row
+    WORD: tl.constexpr,  # tl.int32 (4-byte words) or tl.uint8 (bytes)
+    FROM_TABLE: tl.constexpr,  # the pools are per-layer address tables
     BLOCK_SIZE: tl.constexpr,  # words per program, a power of two
 ):
     pid = tl.program_id(0)  # which index pair
     col_block = tl.program_id(1)  # which BLOCK_SIZE slice of the row
-    layer = tl.program_id(2).to(
-        tl.int64
-    )  # host pools exceed 2**31 words: 64-bit offsets
+    layer = tl.program_id(2)
     offsets = col_block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_words
 
-    src = tl.load(src_idx_ptr + pid)
-    dst = tl.load(dst_idx_ptr + pid)
-
-    k = tl.load(
-        k_src_ptr + layer * k_src_layer_stride + src * k_src_row_stride + offsets,
-        mask=mask,
-    )
-    tl.store(
-        k_dst_ptr + layer * k_dst_layer_stride + dst * k_dst_row_stride + offsets,
-        k,
-        mask=mask,
-    )
-    v = tl.load(
-        v_src_ptr + layer * v_src_layer_stride + src * v_src_row_stride + offsets,
-        mask=mask,
-    )
-    tl.store(
-        v_dst_ptr + layer * v_dst_layer_stride + dst * v_dst_row_stride + offsets,
-        v,
-        mask=mask,
-    )
+    # 64-bit slot offsets: host pools exceed 2**31 words.
+    src = tl.load(idx_src_ptr + pid).to(tl.int64)
+    dst = tl.load(idx_dst_ptr + pid).to(tl.int64)
+    if FROM_TABLE:
+        k_src_base = tl.load(k_src + layer).to(tl.pointer_type(WORD), bitcast=True)
+        v_src_base = tl.load(v_src + layer).to(tl.pointer_type(WORD), bitcast=True)
+        k_dst_base = tl.load(k_dst + layer).to(tl.pointer_type(WORD), bitcast=True)
+        v_dst_base = tl.load(v_dst + layer).to(tl.pointer_type(WORD), bitcast=True)
+    else:
+        k_src_base = k_src.to(tl.pointer_type(WORD))
+        v_src_base = v_src.to(tl.pointer_type(WORD))
+        k_dst_base = k_dst.to(tl.pointer_type(WORD))
+        v_dst_base = v_dst.to(tl.pointer_type(WORD))
+    # Both loads before either store: K's destination may be V's source in a same-pool move.
+    k = tl.load(k_src_base + src * k_src_stride + offsets, mask=mask)
+    v = tl.load(v_src_base + src * v_src_stride + offsets, mask=mask)
+    tl.store(k_dst_base + dst * k_dst_stride + offsets, k, mask=mask)
+    tl.store(v_dst_base + dst * v_dst_stride + offsets, v, mask=mask)
 
 
 def transfer_hicache_one_layer_ref(
-    k_src: torch.Tensor,
-    v_src: torch.Tensor,
-    k_dst: torch.Tensor,
-    v_dst: torch.Tensor,
-    src_indices: torch.Tensor,
-    dst_indices: torch.Tensor,
+    k_cache_dst: torch.Tensor,
+    v_cache_dst: torch.Tensor,
+    indices_dst: torch.Tensor,
+    k_cache_src: torch.Tensor,
+    v_cache_src: torch.Tensor,
+    indices_src: torch.Tensor,
+    *,
+    element_dim: int | None = None,
+    unroll: int | None = None,
+    block_quota: int | None = None,
 ) -> None:
     """Pure-torch reference: gather the rows, move them to dst's device, scatter them in place.
 
-    A copy, not a computation: there is nothing to upcast, and it is bit-exact.
+    A copy, not a computation: nothing to upcast, and it is bit-exact.
     """
-    src = src_indices.to(k_src.device)
-    dst = dst_indices.to(k_dst.device)
-    k_dst[dst] = k_src[src].to(k_dst.device)
-    v_dst[dst] = v_src[src].to(v_dst.device)
+    element_dim = element_dim or k_cache_dst.size(-1)
+    for src_pool, dst_pool in ((k_cache_src, k_cache_dst), (v_cache_src, v_cache_dst)):
+        src_rows = src_pool.view(-1, element_dim)
+        dst_rows = dst_pool.view(-1, element_dim)
+        rows = src_rows[indices_src.to(src_rows.device)]
+        dst_rows[indices_dst.to(dst_rows.device)] = rows.to(dst_rows.device)
 
 
 def transfer_hicache_all_layer_ref(
-    k_src_layers: torch.Tensor,
-    v_src_layers: torch.Tensor,
-    k_dst_layers: torch.Tensor,
-    v_dst_layers: torch.Tensor,
-    src_indices: torch.Tensor,
-    dst_indices: torch.Tensor,
+    k_layers_dst,
+    v_layers_dst,
+    indices_dst: torch.Tensor,
+    k_layers_src,
+    v_layers_src,
+    indices_src: torch.Tensor,
 ) -> None:
-    """Pure-torch reference for stacked `[L, num_slots, ...]` pools (every layer, same rows)."""
-    src = src_indices.to(k_src_layers.device)
-    dst = dst_indices.to(k_dst_layers.device)
-    k_dst_layers[:, dst] = k_src_layers[:, src].to(k_dst_layers.device)
-    v_dst_layers[:, dst] = v_src_layers[:, src].to(v_dst_layers.device)
+    """Pure-torch reference of the all-layer copy over the layers themselves (lists of `[S, ...]`
+    tensors, or stacked `[L, S, ...]` ones) instead of tables of their addresses."""
+    for k_dst, v_dst, k_src, v_src in zip(k_layers_dst, v_layers_dst, k_layers_src, v_layers_src):
+        transfer_hicache_one_layer_ref(
+            k_dst,
+            v_dst,
+            indices_dst,
+            k_src,
+            v_src,
+            indices_src,
+            element_dim=k_dst[0].numel() if k_dst.dim() > 1 else 1,
+        )
+
+
+def _check_tuning(op: str, **knobs) -> None:
+    for name, value in knobs.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"{op}: {name} must be None or a positive int, got {value!r}")
 
 
 def can_use_hicache_jit_kernel(
-    element_size_bytes: int, *, device: str | torch.device = "cuda"
+    *,
+    element_size: int,
+    unroll: int | None = None,  # can be tuned for performance
+    block_quota: int | None = None,  # can be tuned for less interference
 ) -> bool:
-    """Whether rows of `element_size_bytes` bytes can go through the Triton copy kernel on `device`.
+    """Whether rows of `element_size` bytes can go through the Triton transfer kernel here.
 
-    It decides two things, both needed:
-    - Triton can run there: on CUDA, Triton is installed and a CUDA device is present; on the
-      CPU, only under Triton's interpreter (`TRITON_INTERPRET=1`); never on other devices.
-    - The row is a positive whole number of 4-byte words (the kernel copies words).
-    When it is False the public functions still work: they take the torch path.
+    upstream asks whether its CUDA kernel builds for that row size (a multiple of 128 bytes).
+    The Triton kernel takes any positive row (words or bytes), so this asks whether Triton can
+    run: installed, and a CUDA device present or the CPU interpreter on. When False, the
+    one-layer copy still works through its torch path; the all-layer copy (raw addresses) does
+    not, and raises.
     """
-    if isinstance(element_size_bytes, bool) or not isinstance(element_size_bytes, int):
+    if isinstance(element_size, bool) or not isinstance(element_size, int) or element_size <= 0:
         return False
-    if element_size_bytes <= 0 or element_size_bytes % _WORD_BYTES != 0:
-        return False
-    device_type = torch.device(device).type
-    if device_type == "cuda":
-        return triton_available() and torch.cuda.is_available()
-    if device_type == "cpu":
-        return triton_available() and interpreter_enabled()
-    return False
+    for value in (unroll, block_quota):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            return False
+    return triton_available() and (has_cuda() or interpreter_enabled())
 
 
 def can_use_write_back_jit_kernel(
-    element_size_bytes: int,
     *,
-    device: str | torch.device = "cuda",
-    host_pinned: bool = True,
+    element_size: int,
+    unroll: int | None = None,  # can be tuned for performance
+    block_quota: int | None = None,  # can be tuned for less interference
 ) -> bool:
-    """Whether a backup (device -> host) of such rows can go through the Triton kernel.
+    """Whether upstream's staged write-back kernels can run: never here.
 
-    Everything `can_use_hicache_jit_kernel` asks, and, on CUDA, that the host pool is pinned:
-    the kernel stores straight into host memory, which a GPU can address only when it is
-    page-locked (a pageable host pool takes the torch path, staged by the driver). On the CPU
-    (interpreter) both pools are host memory and pinning does not matter.
+    upstream's `transfer_hicache_all_layer_staged_lf_pf` (a device staging buffer, then one
+    page-first host write per chunk) has no Triton version in this repository, so this is False
+    for every row size and callers take the plain all-layer backup, as upstream's do when it is
+    False.
     """
-    if not can_use_hicache_jit_kernel(element_size_bytes, device=device):
-        return False
-    return torch.device(device).type != "cuda" or bool(host_pinned)
+    return False
 
 
-
-def _row_is_contiguous(t: torch.Tensor, lead: int) -> bool:
-    """Whether each slot's row (the dims after the first `lead`) is one contiguous run."""
-    if t.numel() == 0:
-        return True
-    return t.as_strided(t.shape[lead:], t.stride()[lead:]).is_contiguous()
-
-
-def _validate(op: str, lead: int, pools: dict, src_indices, dst_indices) -> None:
-    """Every check, before any write. `lead` = 1 (slot axis) or 2 (layer, slot axes)."""
-    for name, t in pools.items():
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(  # noqa: TRY004 - validation raises ValueError only
-                f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}"
-            )
-        if t.dim() < lead + 1:
-            axes = "[num_slots, ...]" if lead == 1 else "[num_layers, num_slots, ...]"
-            raise ValueError(
-                f"{op}: {name} must have shape {axes}, got {tuple(t.shape)}"
-            )
-    k_src, v_src, k_dst, v_dst = pools.values()
-    names = list(pools)
-    row = tuple(k_src.shape[lead:])
-    for name, t in pools.items():
-        if tuple(t.shape[lead:]) != row:
-            raise ValueError(
-                f"{op}: {name} rows must have shape {row} like {names[0]}'s, "
-                f"got {tuple(t.shape)}"
-            )
-        if t.dtype != k_src.dtype:
-            raise ValueError(
-                f"{op}: {name} must have dtype {k_src.dtype} like {names[0]}, got {t.dtype}"
-            )
-        if not _row_is_contiguous(t, lead):
-            raise ValueError(
-                f"{op}: {name} must be contiguous within each row, got shape {tuple(t.shape)} "
-                f"strides {t.stride()}"
-            )
-    if v_src.shape[:lead] != k_src.shape[:lead]:
-        raise ValueError(
-            f"{op}: {names[1]} must have the leading shape {tuple(k_src.shape[:lead])} of "
-            f"{names[0]}, got {tuple(v_src.shape)}"
-        )
-    if v_dst.shape[:lead] != k_dst.shape[:lead]:
-        raise ValueError(
-            f"{op}: {names[3]} must have the leading shape {tuple(k_dst.shape[:lead])} of "
-            f"{names[2]}, got {tuple(v_dst.shape)}"
-        )
-    if lead == 2 and k_dst.shape[0] != k_src.shape[0]:
-        raise ValueError(
-            f"{op}: {names[2]} must have {k_src.shape[0]} layers like {names[0]}, "
-            f"got {tuple(k_dst.shape)}"
-        )
-    if v_src.device != k_src.device:
-        raise ValueError(
-            f"{op}: {names[1]} must be on {k_src.device} like {names[0]}, got {v_src.device}"
-        )
-    if v_dst.device != k_dst.device:
-        raise ValueError(
-            f"{op}: {names[3]} must be on {k_dst.device} like {names[2]}, got {v_dst.device}"
-        )
-
-    src_indices = check_index(op, "src_indices", src_indices)
-    dst_indices = check_index(op, "dst_indices", dst_indices)
-    if src_indices.numel() != dst_indices.numel():
-        raise ValueError(
-            f"{op}: dst_indices must have the length of src_indices {tuple(src_indices.shape)}, "
-            f"got {tuple(dst_indices.shape)}"
-        )
-    pool_devices = {k_src.device, k_dst.device}
-    for name, idx in (("src_indices", src_indices), ("dst_indices", dst_indices)):
-        if idx.device not in pool_devices:
-            raise ValueError(
-                f"{op}: {name} must be on a pool's device ({sorted(map(str, pool_devices))}), "
-                f"got {idx.device}"
-            )
-    check_index_range(op, "src_indices", src_indices, k_src.shape[lead - 1], unique=False)
-    check_index_range(op, "dst_indices", dst_indices, k_dst.shape[lead - 1], unique=True)
-    if src_indices.numel() and (
-        _same_storage(k_src, k_dst) or _same_storage(v_src, v_dst)
-    ):
-        overlap = torch.isin(dst_indices, src_indices.to(dst_indices.device))
-        if bool(overlap.any()):
-            raise ValueError(
-                f"{op}: dst_indices must not overlap src_indices within one pool (the result "
-                f"would depend on copy order), got {int(overlap.sum())} shared slots"
-            )
+def _word(row_bytes: int, *byte_offsets: int) -> tuple[object, int]:
+    """(Triton word type, word size): 4-byte words when every offset allows them, else bytes."""
+    if all(b % _WORD_BYTES == 0 for b in (row_bytes, *byte_offsets)):
+        return tl.int32, _WORD_BYTES
+    return tl.uint8, 1
 
 
-def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
-        return False
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
-
-
-
-
-def _as_words(t: torch.Tensor, lead: int) -> torch.Tensor | None:
-    """`t` seen as int32 words `[*t.shape[:lead], row_words]`, or None if it is misaligned."""
-    row = math.prod(t.shape[lead:])
-    flat = t.as_strided(tuple(t.shape[:lead]) + (row,), tuple(t.stride()[:lead]) + (1,))
-    try:
-        return flat.view(torch.int32)
-    except RuntimeError:  # a stride or offset that is not a whole number of words
-        return None
-
-
-def _launch(lead: int, pools: tuple, src_indices, dst_indices) -> bool:
-    """Run the kernel if it can run here; False sends the caller to the torch path."""
-    k_src = pools[0]
-    device = copy_kernel_device(*pools)  # indices are moved to it below
-    row_bytes = math.prod(k_src.shape[lead:]) * k_src.element_size()
-    if device is None or not can_use_hicache_jit_kernel(row_bytes, device=device):
-        return False
-    words = [_as_words(t, lead) for t in pools]
-    if any(w is None for w in words):
-        return False
-    if lead == 1:  # one layer: a unit layer axis, so the kernel has one body
-        words = [w.unsqueeze(0) for w in words]
-    n_layers, n_words = words[0].shape[0], words[0].shape[-1]
+def _launch_grid(n: int, n_words: int, n_layers: int) -> tuple[tuple[int, int, int], int]:
     block = min(next_power_of_2(n_words), _MAX_BLOCK_WORDS)
-    src = src_indices.to(device, non_blocking=True)
-    dst = dst_indices.to(device, non_blocking=True)
-    grid = (src.numel(), triton.cdiv(n_words, block), n_layers)
-    with (
-        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-    ):
+    return (n, triton.cdiv(n_words, block), n_layers), block
+
+
+def _device_context(device: torch.device):
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
+def _rows(op: str, name: str, t, element_dim: int) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")  # noqa: TRY004
+    try:
+        rows = t.view(-1, element_dim)
+    except RuntimeError:
+        raise ValueError(
+            f"{op}: {name} must be viewable as [-1, {element_dim}] rows (each row contiguous), "
+            f"got shape {tuple(t.shape)} strides {t.stride()}"
+        ) from None
+    if element_dim > 1 and rows.stride(1) != 1:
+        raise ValueError(f"{op}: {name} rows must be contiguous, got strides {t.stride()}")
+    return rows
+
+
+@torch.library.custom_op("sglang::transfer_hicache_one_layer", mutates_args=("k_cache_dst", "v_cache_dst"))
+def _transfer_hicache_one_layer_op(
+    k_cache_dst: torch.Tensor,
+    v_cache_dst: torch.Tensor,
+    indices_dst: torch.Tensor,
+    k_cache_src: torch.Tensor,
+    v_cache_src: torch.Tensor,
+    indices_src: torch.Tensor,
+    element_dim: int,
+) -> None:
+    pools = [t.view(-1, element_dim) for t in (k_cache_dst, v_cache_dst, k_cache_src, v_cache_src)]
+    kd, vd, ks, vs = pools
+    check_index_range("transfer_hicache_one_layer", "indices_dst", indices_dst, kd.shape[0])
+    check_index_range("transfer_hicache_one_layer", "indices_src", indices_src, ks.shape[0])
+    device = copy_kernel_device(*pools)
+    if device is None:
+        # No kernel can address both sides (a pageable host pool with a CUDA pool, or a CPU
+        # without the interpreter): the reference, which the driver stages.
+        transfer_hicache_one_layer_ref(kd, vd, indices_dst, ks, vs, indices_src, element_dim=element_dim)
+        return
+    esize = kd.element_size()
+    strides = [t.stride(0) * esize for t in (ks, vs, kd, vd)]
+    word_ty, word = _word(element_dim * esize, *strides, *(t.data_ptr() for t in pools))
+    n_words = element_dim * esize // word
+    grid, block = _launch_grid(indices_src.numel(), n_words, 1)
+    with _device_context(device):
         _transfer_hicache_kernel[grid](
-            *words,
-            src,
-            dst,
-            *(s for w in words for s in (w.stride(0), w.stride(1))),
+            kd,
+            vd,
+            indices_dst.to(device, non_blocking=True),
+            ks,
+            vs,
+            indices_src.to(device, non_blocking=True),
+            *(b // word for b in strides),
             n_words,
+            WORD=word_ty,
+            FROM_TABLE=False,
             BLOCK_SIZE=block,
         )
-    return True
+
+
+@_transfer_hicache_one_layer_op.register_fake
+def _(k_cache_dst, v_cache_dst, indices_dst, k_cache_src, v_cache_src, indices_src, element_dim) -> None:
+    return None
+
+
+def _check_indices(op: str, indices_dst, indices_src, devices) -> None:
+    for name, idx in (("indices_dst", indices_dst), ("indices_src", indices_src)):
+        check_index(op, name, idx, (torch.int32, torch.int64))
+        if idx.device not in devices:
+            raise ValueError(
+                f"{op}: {name} must be on a pool's device ({sorted(map(str, devices))}), got {idx.device}"
+            )
+    if indices_src.shape != indices_dst.shape:
+        raise ValueError(
+            f"{op}: indices_src must have the shape of indices_dst {tuple(indices_dst.shape)}, "
+            f"got {tuple(indices_src.shape)}"
+        )
 
 
 def transfer_hicache_one_layer(
-    k_src: torch.Tensor,
-    v_src: torch.Tensor,
-    k_dst: torch.Tensor,
-    v_dst: torch.Tensor,
-    src_indices: torch.Tensor,
-    dst_indices: torch.Tensor,
+    k_cache_dst: torch.Tensor,
+    v_cache_dst: torch.Tensor,
+    indices_dst: torch.Tensor,
+    k_cache_src: torch.Tensor,
+    v_cache_src: torch.Tensor,
+    indices_src: torch.Tensor,
+    *,
+    element_dim: int | None = None,
+    unroll: int | None = None,  # can be tuned for performance
+    block_quota: int | None = None,  # can be tuned for less interference
 ) -> None:
-    """Copy rows `src_indices` of one layer's K/V pools into rows `dst_indices` of another's.
+    """Copy rows `indices_src` of one layer's K/V pools into rows `indices_dst` of another's.
 
-    Pools are `[num_slots, ...]` (same row shape and dtype; K and V of one side on one device);
-    indices int64 `[N]`, in range, `dst_indices` without repeats. Writes k_dst/v_dst in place.
+    Pools are seen as `[-1, element_dim]` rows of one dtype (each row contiguous; K and V of a
+    side on one device); indices int32/int64 `[N]`. Writes the destinations in place; returns None.
     """
     op = "transfer_hicache_one_layer"
-    pools = {"k_src": k_src, "v_src": v_src, "k_dst": k_dst, "v_dst": v_dst}
-    _validate(op, 1, pools, src_indices, dst_indices)
-    if src_indices.numel() == 0:
-        return
-    if not _launch(1, (k_src, v_src, k_dst, v_dst), src_indices, dst_indices):
-        transfer_hicache_one_layer_ref(
-            k_src, v_src, k_dst, v_dst, src_indices, dst_indices
+    _check_tuning(op, unroll=unroll, block_quota=block_quota)
+    if not isinstance(k_cache_dst, torch.Tensor):
+        raise ValueError(f"{op}: k_cache_dst must be a torch.Tensor, got {type(k_cache_dst).__name__}")  # noqa: TRY004
+    element_dim = element_dim or k_cache_dst.size(-1)
+    if isinstance(element_dim, bool) or not isinstance(element_dim, int) or element_dim <= 0:
+        raise ValueError(f"{op}: element_dim must be a positive int, got {element_dim!r}")
+    named = {
+        "k_cache_dst": k_cache_dst,
+        "v_cache_dst": v_cache_dst,
+        "k_cache_src": k_cache_src,
+        "v_cache_src": v_cache_src,
+    }
+    for name, t in named.items():
+        _rows(op, name, t, element_dim)
+        if t.dtype != k_cache_dst.dtype:
+            raise ValueError(f"{op}: {name} must have k_cache_dst's dtype {k_cache_dst.dtype}, got {t.dtype}")
+    if v_cache_dst.device != k_cache_dst.device:
+        raise ValueError(
+            f"{op}: v_cache_dst must be on {k_cache_dst.device} like k_cache_dst, got {v_cache_dst.device}"
         )
-    return
+    if v_cache_src.device != k_cache_src.device:
+        raise ValueError(
+            f"{op}: v_cache_src must be on {k_cache_src.device} like k_cache_src, got {v_cache_src.device}"
+        )
+    _check_indices(op, indices_dst, indices_src, {k_cache_dst.device, k_cache_src.device})
+    if indices_src.numel() == 0:
+        return None
+    _transfer_hicache_one_layer_op(
+        k_cache_dst, v_cache_dst, indices_dst, k_cache_src, v_cache_src, indices_src, element_dim
+    )
+    return None
+
+
+@torch.library.custom_op("sglang::transfer_hicache_all_layer", mutates_args=("k_ptr_dst", "v_ptr_dst"))
+def _transfer_hicache_all_layer_op(
+    k_ptr_dst: torch.Tensor,
+    v_ptr_dst: torch.Tensor,
+    indices_dst: torch.Tensor,
+    k_ptr_src: torch.Tensor,
+    v_ptr_src: torch.Tensor,
+    indices_src: torch.Tensor,
+    src_stride_bytes: int,
+    dst_stride_bytes: int,
+    element_size: int,
+) -> None:
+    # The tables are declared mutated because the memory they address is: that keeps a
+    # compiler from dropping or reordering this call (it returns nothing a graph would use).
+    if not can_use_hicache_jit_kernel(element_size=element_size) or (
+        k_ptr_dst.device.type == "cpu" and not interpreter_enabled()
+    ):
+        # Raw addresses have no torch equivalent: there is no fallback to take.
+        raise ValueError(
+            f"transfer_hicache_all_layer: no Triton kernel can run on {k_ptr_dst.device} "
+            "(`can_use_hicache_jit_kernel` is False); copy per layer with "
+            "`transfer_hicache_one_layer` instead"
+        )
+    word_ty, word = _word(element_size, src_stride_bytes, dst_stride_bytes)
+    n_words = element_size // word
+    device = k_ptr_dst.device
+    grid, block = _launch_grid(indices_src.numel(), n_words, k_ptr_dst.numel())
+    with _device_context(device):
+        _transfer_hicache_kernel[grid](
+            k_ptr_dst,
+            v_ptr_dst,
+            indices_dst.to(device, non_blocking=True),
+            k_ptr_src,
+            v_ptr_src,
+            indices_src.to(device, non_blocking=True),
+            src_stride_bytes // word,
+            src_stride_bytes // word,  # upstream: one slot stride per side, K and V alike
+            dst_stride_bytes // word,
+            dst_stride_bytes // word,
+            n_words,
+            WORD=word_ty,
+            FROM_TABLE=True,
+            BLOCK_SIZE=block,
+        )
+
+
+@_transfer_hicache_all_layer_op.register_fake
+def _(k_ptr_dst, v_ptr_dst, indices_dst, k_ptr_src, v_ptr_src, indices_src, s, d, e) -> None:
+    return None
 
 
 def transfer_hicache_all_layer(
-    k_src_layers: torch.Tensor,
-    v_src_layers: torch.Tensor,
-    k_dst_layers: torch.Tensor,
-    v_dst_layers: torch.Tensor,
-    src_indices: torch.Tensor,
-    dst_indices: torch.Tensor,
+    k_ptr_dst: torch.Tensor,
+    v_ptr_dst: torch.Tensor,
+    indices_dst: torch.Tensor,
+    k_ptr_src: torch.Tensor,
+    v_ptr_src: torch.Tensor,
+    indices_src: torch.Tensor,
+    *,
+    kv_cache_src_stride_bytes: int,
+    kv_cache_dst_stride_bytes: int,
+    element_size: int | None = None,
+    unroll: int | None = None,  # can be tuned for performance
+    block_quota: int | None = None,  # can be tuned for less interference
 ) -> None:
-    """`transfer_hicache_one_layer` for every layer of stacked `[L, num_slots, ...]` pools, one launch."""
+    """For every layer l: row `indices_src[i]` of the pools at `*_ptr_src[l]` -> `indices_dst[i]` at `*_ptr_dst[l]`.
+
+    `*_ptr_*` are uint64 `[num_layers]` tables of layer base addresses on one device (the
+    kernel's: CUDA, or the CPU under the interpreter); slot `s` of layer `l` starts at
+    `table[l] + s * stride_bytes`; `element_size` bytes are copied (default: the stride, which
+    then must be equal on both sides, i.e. contiguous pools). Every address must be aligned to
+    the copy word (4 bytes when `element_size` and both strides are multiples of 4; torch's
+    per-layer views of a pool are). Returns None.
+    """
     op = "transfer_hicache_all_layer"
-    pools = {
-        "k_src_layers": k_src_layers,
-        "v_src_layers": v_src_layers,
-        "k_dst_layers": k_dst_layers,
-        "v_dst_layers": v_dst_layers,
-    }
-    _validate(op, 2, pools, src_indices, dst_indices)
-    if src_indices.numel() == 0 or k_src_layers.shape[0] == 0:
-        return
-    layers = (k_src_layers, v_src_layers, k_dst_layers, v_dst_layers)
-    if not _launch(2, layers, src_indices, dst_indices):
-        transfer_hicache_all_layer_ref(*layers, src_indices, dst_indices)
-    return
+    _check_tuning(op, unroll=unroll, block_quota=block_quota)
+    tables = {"k_ptr_dst": k_ptr_dst, "v_ptr_dst": v_ptr_dst, "k_ptr_src": k_ptr_src, "v_ptr_src": v_ptr_src}
+    for name, t in tables.items():
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.uint64 or t.dim() != 1:
+            got = f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{op}: {name} must be a 1-D uint64 table of layer addresses, got {got}")
+        if t.shape != k_ptr_dst.shape or t.device != k_ptr_dst.device:
+            raise ValueError(
+                f"{op}: {name} must have k_ptr_dst's {k_ptr_dst.numel()} layers on {k_ptr_dst.device}, "
+                f"got {tuple(t.shape)} on {t.device}"
+            )
+    for name, value in (
+        ("kv_cache_src_stride_bytes", kv_cache_src_stride_bytes),
+        ("kv_cache_dst_stride_bytes", kv_cache_dst_stride_bytes),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{op}: {name} must be a positive int, got {value!r}")
+    if element_size is None:  # assume both contiguous, as upstream does
+        if kv_cache_dst_stride_bytes != kv_cache_src_stride_bytes:
+            raise ValueError(
+                f"{op}: element_size is needed when the strides differ "
+                f"({kv_cache_src_stride_bytes} != {kv_cache_dst_stride_bytes})"
+            )
+        element_size = kv_cache_dst_stride_bytes
+    if isinstance(element_size, bool) or not isinstance(element_size, int) or element_size <= 0:
+        raise ValueError(f"{op}: element_size must be a positive int, got {element_size!r}")
+    if element_size > min(kv_cache_src_stride_bytes, kv_cache_dst_stride_bytes):
+        raise ValueError(
+            f"{op}: element_size {element_size} exceeds a slot stride "
+            f"({kv_cache_src_stride_bytes}, {kv_cache_dst_stride_bytes}): rows would overlap"
+        )
+    _check_indices(op, indices_dst, indices_src, {k_ptr_dst.device})
+    if indices_src.numel() == 0 or k_ptr_dst.numel() == 0:
+        return None
+    _transfer_hicache_all_layer_op(
+        k_ptr_dst,
+        v_ptr_dst,
+        indices_dst,
+        k_ptr_src,
+        v_ptr_src,
+        indices_src,
+        kv_cache_src_stride_bytes,
+        kv_cache_dst_stride_bytes,
+        element_size,
+    )
+    return None
+
+
+def layer_pointer_table(layers, device=None) -> torch.Tensor:
+    """uint64 `[L]` table of the base addresses of `layers` (tensors or one stacked tensor), as pools build once."""
+    seq = list(layers.unbind(0)) if isinstance(layers, torch.Tensor) else list(layers)
+    device = device or (seq[0].device if seq else "cpu")
+    return torch.tensor([t.data_ptr() for t in seq], dtype=torch.uint64, device=device)
 
 
 __all__ = [
+    "DEFAULT_BLOCK_QUOTA",
     "can_use_hicache_jit_kernel",
     "can_use_write_back_jit_kernel",
+    "layer_pointer_table",
     "transfer_hicache_all_layer",
     "transfer_hicache_all_layer_ref",
     "transfer_hicache_one_layer",

@@ -1,16 +1,29 @@
-"""Mamba state-slot transfer: copy whole per-request state slots between two state pools.
+"""Mamba state transfers between a layer-first device pool and a page-first host pool.
 
-    dst_states[j][dst_indices[i]] = src_states[j][src_indices[i]]    for every state tensor j
+upstream 0.5.17's two entry points, its argument order and byte-address contract:
 
-A state pool is a tensor `[num_slots, ...]` (conv state `[num_slots, dim, W-1]`, SSM state
-`[num_slots, heads, head_dim, d_state]`, ...) or a list of them; src and dst lists pair up and
-each pair has one slot shape and dtype. Source and destination may be the same pool (copying a
-prefix's state into a new request's slot), two device pools, or a device pool and a host pool.
+- `transfer_kv_mamba_pf_lf(src, dst, src_indices, dst_indices, layer_id, item_size,
+  src_layout_dim, num_warps_per_item=32)` (load, one layer): for each i,
+  `item_size` bytes at `src + src_indices[i] * src_layout_dim + layer_id * item_size` (a page-first
+  host buffer `[pages, layers, item]`) go to `dst + dst_indices[i] * item_size` (that layer's
+  device pool `[slots, item]`).
+- `transfer_kv_mamba_lf_pf(src_ptrs, dst, src_indices, dst_indices, item_size, dst_layout_dim,
+  num_layers, num_warps_per_item=32)` (backup, every layer in one launch): `src_ptrs` is a
+  uint64 `[num_layers]` table of the device layers' base addresses; for each i and layer l,
+  `item_size` bytes at `src_ptrs[l] + src_indices[i] * item_size` go to
+  `dst + dst_indices[i] * dst_layout_dim + l * item_size`.
 
-Why a kernel: a request's state is a few hundred KB spread over several tensors and layers;
-moving N slots with torch is a gather, a temporary and a scatter per tensor. The kernel copies
-each slot straight from its source to its destination, one launch per state tensor (the tensors
-differ in shape and dtype, so one launch cannot address them all without a pointer table).
+Addresses are the tensors' `data_ptr()` (the first element), as upstream's kernel reads them;
+the kernel moves 4-byte words (bytes when a size is not a whole number of words), so any state
+dtype is copied bit-exact. upstream's CUDA kernel needs `item_size % 16 == 0`; this one does not.
+
+Why a kernel: a request's conv and SSM states are a few hundred KB over several layers; moving
+them with torch is a gather, a temporary and a scatter per layer. The kernel copies each item
+straight from its source to its destination (pinned host memory is addressable by the GPU).
+`num_warps_per_item` is upstream's CUDA tuning knob; it is accepted and checked. The page range
+of the page-first side and the slot range of a tensor side are checked on the device
+(`torch._assert_async`); the table side's ranges are the caller's contract (its pools' sizes are
+not passed), as upstream's.
 """
 
 from __future__ import annotations
@@ -21,176 +34,324 @@ import torch
 import triton
 import triton.language as tl
 
-from sglang.kernels.jit import check_index, check_index_range, copy_kernel_device, next_power_of_2
+from sglang.kernels.jit import (
+    check_index,
+    check_index_range,
+    copy_kernel_device,
+    has_cuda,
+    interpreter_enabled,
+    next_power_of_2,
+    triton_available,
+)
 
-# Dtypes the Triton path copies (it loads and stores the element type); others (int8 states,
-# fp8 stored as uint8, ...) take the torch path, which is a byte copy.
-_KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Items move as 4-byte words when every byte offset allows it, as bytes otherwise.
+_WORD_BYTES = 4
 
-# At most 4096 elements per program: a slot is often tens of thousands of elements, so each
-# program moves 8-16 KiB, long enough to hide the two index loads; 4 warps x 32 threads x 8
-# elements per 16-byte vector cover 1024 elements a pass, so a block is four passes.
-_MAX_BLOCK = 4096
+# At most 4096 words (16 KiB) per program: a state item is often tens of KB, so each program
+# moves a long run, hiding the two index loads; 4 warps x 32 threads x 4 words (16-byte vectors)
+# cover 512 words a pass, so a block is eight passes.
+_MAX_BLOCK_WORDS = 4096
 
 
 @triton.jit
-def _transfer_mamba_states_kernel(
-    src_ptr,  # [S_src, n_cols] source state pool, each slot contiguous
-    dst_ptr,  # [S_dst, n_cols] destination state pool, same dtype
-    src_idx_ptr,  # int64 [N] source slot of each copy
-    dst_idx_ptr,  # int64 [N] destination slot of each copy (no duplicates)
-    src_row_stride,  # elements between src slots
-    dst_row_stride,  # elements between dst slots
-    n_cols,  # elements per slot
-    BLOCK_SIZE: tl.constexpr,  # elements per program, a power of two
+def _transfer_kv_mamba_kernel(
+    src,  # FROM_TABLE: uint64 [L] layer base addresses; else the source buffer
+    dst,  # the destination buffer
+    src_idx_ptr,  # int64 [N] source slot / page of each item
+    dst_idx_ptr,  # int64 [N] destination slot / page of each item
+    src_stride,  # words between source slots / pages
+    src_offset,  # words from a source page to its item (layer_id * item on a page-first side)
+    dst_stride,  # words between destination slots / pages
+    dst_layer_stride,  # words between the layers' items on a page-first destination
+    n_words,  # words per item
+    WORD: tl.constexpr,  # tl.int32 (4-byte words) or tl.uint8 (bytes)
+    FROM_TABLE: tl.constexpr,  # the source is a table of per-layer addresses
+    BLOCK_SIZE: tl.constexpr,  # words per program, a power of two
 ):
     pid = tl.program_id(0)  # which index pair
-    col_block = tl.program_id(1)  # which BLOCK_SIZE slice of the slot
-    offsets = col_block.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_cols
+    col_block = tl.program_id(1)  # which BLOCK_SIZE slice of the item
+    layer = tl.program_id(2)
+    offsets = col_block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_words
 
-    src = tl.load(src_idx_ptr + pid)
-    dst = tl.load(dst_idx_ptr + pid)
-    # A move, not arithmetic: no fp32 upcast, the bits go out as they came in.
-    vals = tl.load(src_ptr + src * src_row_stride + offsets, mask=mask)
-    tl.store(dst_ptr + dst * dst_row_stride + offsets, vals, mask=mask)
-
-
-def _as_list(states) -> list:
-    return list(states) if isinstance(states, (list, tuple)) else [states]
-
-
-def transfer_mamba_states_ref(src_states, dst_states, src_indices, dst_indices) -> None:
-    """Pure-torch reference: gather the slots, move them to dst's device, scatter them in place.
-
-    A copy, so nothing to upcast; it reads every source slot before writing, so a same-pool copy
-    whose sources and destinations overlap is still well defined here (the public function
-    rejects that case, because a parallel copy is not).
-    """
-    for src, dst in zip(_as_list(src_states), _as_list(dst_states)):
-        rows = src[src_indices.to(src.device)]
-        dst[dst_indices.to(dst.device)] = rows.to(dst.device)
+    s = tl.load(src_idx_ptr + pid).to(tl.int64)  # 64-bit: host pools exceed 2**31 words
+    d = tl.load(dst_idx_ptr + pid).to(tl.int64)
+    if FROM_TABLE:
+        src_base = tl.load(src + layer).to(tl.pointer_type(WORD), bitcast=True)
+    else:
+        src_base = src.to(tl.pointer_type(WORD))
+    dst_base = dst.to(tl.pointer_type(WORD))
+    # A move, not arithmetic: the words go out as they came in.
+    vals = tl.load(src_base + s * src_stride + src_offset + offsets, mask=mask)
+    tl.store(dst_base + d * dst_stride + layer.to(tl.int64) * dst_layer_stride + offsets, vals, mask=mask)
 
 
-def _slot_is_contiguous(t: torch.Tensor) -> bool:
-    if t.numel() == 0:
-        return True
-    return t.as_strided(t.shape[1:], t.stride()[1:]).is_contiguous()
+def _byte_rows(t: torch.Tensor, row_bytes: int) -> torch.Tensor:
+    """`t`'s bytes as `[-1, row_bytes]` (t contiguous)."""
+    return t.reshape(-1).view(torch.uint8).view(-1, row_bytes)
 
 
-def _validate(srcs: list, dsts: list, src_indices, dst_indices) -> None:
-    op = "transfer_mamba_states"
-    if not srcs or len(srcs) != len(dsts):
+def transfer_kv_mamba_pf_lf_ref(
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    src_indices: torch.Tensor,
+    dst_indices: torch.Tensor,
+    layer_id: int,
+    item_size: int,
+    src_layout_dim: int,
+    num_warps_per_item: int = 32,
+) -> None:
+    """Pure-torch reference over byte views: gather the layer's items, move them, scatter them."""
+    pages = _byte_rows(src, src_layout_dim)[:, layer_id * item_size : (layer_id + 1) * item_size]
+    rows = pages[src_indices.to(src.device)]
+    _byte_rows(dst, item_size)[dst_indices.to(dst.device)] = rows.to(dst.device)
+
+
+def transfer_kv_mamba_lf_pf_ref(
+    src_layers,
+    dst: torch.Tensor,
+    src_indices: torch.Tensor,
+    dst_indices: torch.Tensor,
+    item_size: int,
+    dst_layout_dim: int,
+    num_layers: int,
+    num_warps_per_item: int = 32,
+) -> None:
+    """Pure-torch reference over the layers themselves (a list of `[slots, ...]` tensors) instead
+    of a table of their addresses."""
+    pages = _byte_rows(dst, dst_layout_dim)
+    for layer, src in enumerate(list(src_layers)[:num_layers]):
+        rows = _byte_rows(src, item_size)[src_indices.to(src.device)]
+        pages[dst_indices.to(dst.device), layer * item_size : (layer + 1) * item_size] = rows.to(dst.device)
+
+
+def _positive(op: str, **values) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{op}: {name} must be a positive int, got {value!r}")
+
+
+def _buffer(op: str, name: str, t, row_bytes: int) -> int:
+    """Checks a byte-addressed buffer; returns its row count (slots or pages)."""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")  # noqa: TRY004
+    if not t.is_contiguous():
         raise ValueError(
-            f"{op}: dst_states must pair up with src_states, got {len(srcs)} source and "
-            f"{len(dsts)} destination tensors"
+            f"{op}: {name} must be contiguous (it is addressed in bytes from its start), "
+            f"got shape {tuple(t.shape)} strides {t.stride()}"
         )
-    for j, (src, dst) in enumerate(zip(srcs, dsts)):
-        for name, t in ((f"src_states[{j}]", src), (f"dst_states[{j}]", dst)):
-            if not isinstance(t, torch.Tensor):
-                raise ValueError(  # noqa: TRY004 - validation raises ValueError only
-                    f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}"
-                )
-            if t.dim() < 1:
-                raise ValueError(
-                    f"{op}: {name} must have shape [num_slots, ...], got {tuple(t.shape)}"
-                )
-            if not _slot_is_contiguous(t):
-                raise ValueError(
-                    f"{op}: {name} must be contiguous within each slot, got shape "
-                    f"{tuple(t.shape)} strides {t.stride()}"
-                )
-        if tuple(dst.shape[1:]) != tuple(src.shape[1:]):
+    n_bytes = t.numel() * t.element_size()
+    if n_bytes % row_bytes != 0:
+        raise ValueError(f"{op}: {name} must hold whole rows of {row_bytes} bytes, got {n_bytes} bytes")
+    return n_bytes // row_bytes
+
+
+def _indices(op: str, src_indices, dst_indices, devices) -> None:
+    for name, idx in (("src_indices", src_indices), ("dst_indices", dst_indices)):
+        check_index(op, name, idx)
+        if idx.device not in devices:
             raise ValueError(
-                f"{op}: dst_states[{j}] slots must have shape {tuple(src.shape[1:])} like "
-                f"src_states[{j}]'s, got {tuple(dst.shape)}"
+                f"{op}: {name} must be on a buffer's device ({sorted(map(str, devices))}), got {idx.device}"
             )
-        if dst.dtype != src.dtype:
-            raise ValueError(
-                f"{op}: dst_states[{j}] must have dtype {src.dtype} like src_states[{j}], "
-                f"got {dst.dtype}"
-            )
-        for name, t, ref in (
-            ("src_states", src, srcs[0]),
-            ("dst_states", dst, dsts[0]),
-        ):
-            if t.shape[0] != ref.shape[0] or t.device != ref.device:
-                raise ValueError(
-                    f"{op}: {name}[{j}] must have {ref.shape[0]} slots on {ref.device} like "
-                    f"{name}[0], got {tuple(t.shape)} on {t.device}"
-                )
-    src_indices = check_index(op, "src_indices", src_indices)
-    dst_indices = check_index(op, "dst_indices", dst_indices)
-    if src_indices.numel() != dst_indices.numel():
+    if src_indices.shape != dst_indices.shape:
         raise ValueError(
-            f"{op}: dst_indices must have the length of src_indices {tuple(src_indices.shape)}, "
+            f"{op}: dst_indices must have the shape of src_indices {tuple(src_indices.shape)}, "
             f"got {tuple(dst_indices.shape)}"
         )
-    pool_devices = {srcs[0].device, dsts[0].device}
-    for name, idx in (("src_indices", src_indices), ("dst_indices", dst_indices)):
-        if idx.device not in pool_devices:
-            raise ValueError(
-                f"{op}: {name} must be on a pool's device ({sorted(map(str, pool_devices))}), "
-                f"got {idx.device}"
-            )
-    check_index_range(op, "src_indices", src_indices, srcs[0].shape[0], unique=False)
-    check_index_range(op, "dst_indices", dst_indices, dsts[0].shape[0], unique=True)
-    same_pool = any(
-        s.untyped_storage().data_ptr() == d.untyped_storage().data_ptr()
-        for s, d in zip(srcs, dsts)
-        if s.numel() and d.numel()
-    )
-    if same_pool and src_indices.numel():
-        overlap = torch.isin(dst_indices, src_indices.to(dst_indices.device))
-        if bool(overlap.any()):
-            raise ValueError(
-                f"{op}: dst_indices must not overlap src_indices within one pool (the result "
-                f"would depend on copy order), got {int(overlap.sum())} shared slots"
-            )
 
 
+def _word(*byte_offsets: int):
+    if all(b % _WORD_BYTES == 0 for b in byte_offsets):
+        return tl.int32, _WORD_BYTES
+    return tl.uint8, 1
 
 
-def transfer_mamba_states(src_states, dst_states, src_indices, dst_indices) -> None:
-    """Copy state slots `src_indices` of `src_states` into slots `dst_indices` of `dst_states`.
+def _launch(device, grid_n, n_layers, item_size, args, word, word_ty, from_table):
+    n_words = item_size // word
+    block = min(next_power_of_2(n_words), _MAX_BLOCK_WORDS)
+    grid = (grid_n, triton.cdiv(n_words, block), n_layers)
+    on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    with on_device:
+        _transfer_kv_mamba_kernel[grid](*args, n_words, WORD=word_ty, FROM_TABLE=from_table, BLOCK_SIZE=block)
 
-    `src_states`/`dst_states`: one tensor `[num_slots, ...]` or a list of them, paired
-    (same slot shape and dtype per pair; all sources on one device, all destinations on one).
-    Indices int64 `[N]`, in range; `dst_indices` without repeats, and disjoint from
-    `src_indices` when both sides are the same pool. Writes `dst_states` in place; returns None.
-    """
-    srcs, dsts = _as_list(src_states), _as_list(dst_states)
-    _validate(srcs, dsts, src_indices, dst_indices)
-    n = src_indices.numel()
-    if n == 0:
+
+@torch.library.custom_op("sglang::transfer_kv_mamba_pf_lf", mutates_args=("dst",))
+def _transfer_kv_mamba_pf_lf_op(
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    src_indices: torch.Tensor,
+    dst_indices: torch.Tensor,
+    layer_id: int,
+    item_size: int,
+    src_layout_dim: int,
+) -> None:
+    op = "transfer_kv_mamba_pf_lf"
+    check_index_range(op, "src_indices", src_indices, _buffer(op, "src", src, src_layout_dim))
+    check_index_range(op, "dst_indices", dst_indices, _buffer(op, "dst", dst, item_size))
+    device = copy_kernel_device(src, dst)
+    if device is None:
+        # No kernel can address both buffers (a pageable host buffer with a CUDA one, or a CPU
+        # without the interpreter): the reference, which the driver stages.
+        transfer_kv_mamba_pf_lf_ref(src, dst, src_indices, dst_indices, layer_id, item_size, src_layout_dim)
         return
-    for src, dst in zip(srcs, dsts):
-        n_cols = src[0].numel()  # n > 0, so the range check saw a slot
-        device = copy_kernel_device(src, dst)
-        if device is None or src.dtype not in _KERNEL_DTYPES or n_cols == 0:
-            transfer_mamba_states_ref(src, dst, src_indices, dst_indices)
-            continue
-        block = min(next_power_of_2(n_cols), _MAX_BLOCK)
-        src_idx = src_indices.to(device, non_blocking=True)
-        dst_idx = dst_indices.to(device, non_blocking=True)
-        grid = (n, triton.cdiv(n_cols, block))
-        on_device = (
-            torch.cuda.device(device)
-            if device.type == "cuda"
-            else contextlib.nullcontext()
+    word_ty, word = _word(item_size, src_layout_dim, src.data_ptr(), dst.data_ptr())
+    args = (
+        src,
+        dst,
+        src_indices.to(device, non_blocking=True),
+        dst_indices.to(device, non_blocking=True),
+        src_layout_dim // word,
+        layer_id * item_size // word,
+        item_size // word,
+        0,
+    )
+    _launch(device, src_indices.numel(), 1, item_size, args, word, word_ty, False)
+
+
+@_transfer_kv_mamba_pf_lf_op.register_fake
+def _(src, dst, src_indices, dst_indices, layer_id, item_size, src_layout_dim) -> None:
+    return None
+
+
+def transfer_kv_mamba_pf_lf(
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    src_indices: torch.Tensor,
+    dst_indices: torch.Tensor,
+    layer_id: int,
+    item_size: int,
+    src_layout_dim: int,
+    num_warps_per_item: int = 32,
+):
+    """Load layer `layer_id`'s items of pages `src_indices` (page-first `src`) into slots `dst_indices` of `dst`.
+
+    `src` and `dst` are contiguous buffers addressed in bytes; indices int64 `[N]`. Writes `dst`
+    in place; returns None.
+    """
+    op = "transfer_kv_mamba_pf_lf"
+    _positive(op, item_size=item_size, src_layout_dim=src_layout_dim, num_warps_per_item=num_warps_per_item)
+    if isinstance(layer_id, bool) or not isinstance(layer_id, int) or layer_id < 0:
+        raise ValueError(f"{op}: layer_id must be a non-negative int, got {layer_id!r}")
+    if (layer_id + 1) * item_size > src_layout_dim:
+        raise ValueError(
+            f"{op}: layer_id {layer_id}'s item of {item_size} bytes does not fit a page of "
+            f"src_layout_dim={src_layout_dim} bytes"
         )
-        with on_device:
-            _transfer_mamba_states_kernel[grid](
-                src,
-                dst,
-                src_idx,
-                dst_idx,
-                src.stride(0),
-                dst.stride(0),
-                n_cols,
-                BLOCK_SIZE=block,
-            )
-    return
+    _buffer(op, "src", src, src_layout_dim)
+    _buffer(op, "dst", dst, item_size)
+    _indices(op, src_indices, dst_indices, {src.device, dst.device})
+    if src_indices.numel() == 0:
+        return None
+    _transfer_kv_mamba_pf_lf_op(src, dst, src_indices, dst_indices, layer_id, item_size, src_layout_dim)
+    return None
 
 
-__all__ = ["transfer_mamba_states", "transfer_mamba_states_ref"]
+def can_use_transfer_kv_mamba_kernel(device) -> bool:
+    """Whether the Triton transfer kernel can run on `device` (CUDA, or the CPU under the interpreter).
+
+    `transfer_kv_mamba_lf_pf` (addresses in a table) has no torch path and needs it;
+    `transfer_kv_mamba_pf_lf` takes its torch path where it is False.
+    """
+    device_type = torch.device(device).type
+    if device_type == "cuda":
+        return triton_available() and has_cuda()
+    return device_type == "cpu" and triton_available() and interpreter_enabled()
+
+
+@torch.library.custom_op("sglang::transfer_kv_mamba_lf_pf", mutates_args=("dst",))
+def _transfer_kv_mamba_lf_pf_op(
+    src_ptrs: torch.Tensor,
+    dst: torch.Tensor,
+    src_indices: torch.Tensor,
+    dst_indices: torch.Tensor,
+    item_size: int,
+    dst_layout_dim: int,
+    num_layers: int,
+) -> None:
+    op = "transfer_kv_mamba_lf_pf"
+    check_index_range(op, "dst_indices", dst_indices, _buffer(op, "dst", dst, dst_layout_dim))
+    device = src_ptrs.device
+    if not can_use_transfer_kv_mamba_kernel(device) or copy_kernel_device(src_ptrs, dst) is None:
+        # Raw addresses have no torch equivalent: there is no fallback to take.
+        raise ValueError(
+            f"{op}: no Triton kernel can run on {device} with dst on {dst.device} "
+            "(`can_use_transfer_kv_mamba_kernel`; a CUDA table needs a CUDA or pinned dst)"
+        )
+    word_ty, word = _word(item_size, dst_layout_dim, dst.data_ptr())
+    args = (
+        src_ptrs,
+        dst,
+        src_indices.to(device, non_blocking=True),
+        dst_indices.to(device, non_blocking=True),
+        item_size // word,
+        0,
+        dst_layout_dim // word,
+        item_size // word,
+    )
+    _launch(device, src_indices.numel(), num_layers, item_size, args, word, word_ty, True)
+
+
+@_transfer_kv_mamba_lf_pf_op.register_fake
+def _(src_ptrs, dst, src_indices, dst_indices, item_size, dst_layout_dim, num_layers) -> None:
+    return None
+
+
+def transfer_kv_mamba_lf_pf(
+    src_ptrs: torch.Tensor,
+    dst: torch.Tensor,
+    src_indices: torch.Tensor,
+    dst_indices: torch.Tensor,
+    item_size: int,
+    dst_layout_dim: int,
+    num_layers: int,
+    num_warps_per_item: int = 32,
+):
+    """Back up slots `src_indices` of every layer (addresses in `src_ptrs`) into pages `dst_indices` of page-first `dst`.
+
+    `src_ptrs` is a uint64 `[num_layers]` table on the kernel's device (each address aligned to
+    the copy word: 4 bytes when `item_size` is a multiple of 4); `dst` a contiguous buffer of
+    pages of `dst_layout_dim` bytes; indices int64 `[N]`. Writes `dst` in place; returns None.
+    """
+    op = "transfer_kv_mamba_lf_pf"
+    _positive(
+        op,
+        item_size=item_size,
+        dst_layout_dim=dst_layout_dim,
+        num_layers=num_layers,
+        num_warps_per_item=num_warps_per_item,
+    )
+    if (
+        not isinstance(src_ptrs, torch.Tensor)
+        or src_ptrs.dtype != torch.uint64
+        or src_ptrs.shape != (num_layers,)
+    ):
+        got = (
+            f"{tuple(src_ptrs.shape)} {src_ptrs.dtype}"
+            if isinstance(src_ptrs, torch.Tensor)
+            else type(src_ptrs).__name__
+        )
+        raise ValueError(
+            f"{op}: src_ptrs must be a uint64 table of num_layers={num_layers} addresses, got {got}"
+        )
+    if num_layers * item_size > dst_layout_dim:
+        raise ValueError(
+            f"{op}: {num_layers} layers of {item_size} bytes do not fit a page of "
+            f"dst_layout_dim={dst_layout_dim} bytes"
+        )
+    _buffer(op, "dst", dst, dst_layout_dim)
+    _indices(op, src_indices, dst_indices, {src_ptrs.device, dst.device})
+    if src_indices.numel() == 0:
+        return None
+    _transfer_kv_mamba_lf_pf_op(
+        src_ptrs, dst, src_indices, dst_indices, item_size, dst_layout_dim, num_layers
+    )
+    return None
+
+
+__all__ = [
+    "can_use_transfer_kv_mamba_kernel",
+    "transfer_kv_mamba_lf_pf",
+    "transfer_kv_mamba_lf_pf_ref",
+    "transfer_kv_mamba_pf_lf",
+    "transfer_kv_mamba_pf_lf_ref",
+]

@@ -1,8 +1,14 @@
 """Host mirror of an MHA device KV pool, moving pages with the HiCache transfer kernels.
 
 Layout `layer_first`: `kv_buffer` `[2, layer_num, size, head_num, head_dim]` (K then V), so
-`k_buffer[layer]` is one layer's `[size, head_num, head_dim]` pool, and the stacked `k_buffer`
-feeds an all-layer transfer in one launch.
+`k_buffer[layer]` is one layer's `[size, head_num, head_dim]` pool. As upstream's host pool, it
+tabulates its layers' addresses once (`k_data_ptrs`, `v_data_ptrs`, on the device pool's
+device) and moves every layer in one launch with `transfer_hicache_all_layer`; per-layer moves
+use `transfer_hicache_one_layer`. Where the kernels cannot address both pools (`can_use_jit`
+False: a pageable host pool beside a CUDA pool, or a CPU without Triton's interpreter) it copies
+with torch. upstream's staged write-back kernel does not exist here
+(`can_use_write_back_jit_kernel` is False), so backups take the all-layer kernel, as upstream's
+`layer_first` pool does.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import torch
 from sglang.kernels.ops.kvcache.hicache import (
     can_use_hicache_jit_kernel,
     can_use_write_back_jit_kernel,
+    layer_pointer_table,
 )
 from sglang.kernels.ops.kvcache.hicache import (
     transfer_hicache_all_layer as jit_transfer_hicache_all_layer,
@@ -19,14 +26,16 @@ from sglang.kernels.ops.kvcache.hicache import (
 from sglang.kernels.ops.kvcache.hicache import (
     transfer_hicache_one_layer as jit_transfer_hicache_one_layer,
 )
-from sglang.srt.mem_cache.memory_pool_host import HostKVCache, MHATokenToKVPool
+from sglang.srt.mem_cache.memory_pool_host import (
+    HostKVCache,
+    MHATokenToKVPool,
+    kernel_runs_on,
+)
 
 __all__ = ["MHATokenToKVPoolHost"]
 
 
-def _torch_copy(
-    src: torch.Tensor, dst: torch.Tensor, src_idx, dst_idx, layered: bool
-) -> None:
+def _torch_copy(src: torch.Tensor, dst: torch.Tensor, src_idx, dst_idx, layered: bool) -> None:
     """The path without the kernel: gather, move across devices, scatter."""
     src_idx, dst_idx = src_idx.to(src.device), dst_idx.to(dst.device)
     if layered:
@@ -51,15 +60,13 @@ class MHATokenToKVPoolHost(HostKVCache):
         self.dtype = device_pool.dtype
         super().__init__(device_pool, host_size, page_size, pin_memory, device)
         self.element_dim = self.head_num * self.head_dim
-        row_bytes = self.element_dim * self.kv_buffer.element_size()
-        # Loads: the kernel when it runs for this row size on the device pool's device.
-        self.can_use_jit = can_use_hicache_jit_kernel(
-            row_bytes, device=device_pool.device
+        self.row_bytes = self.element_dim * self.kv_buffer.element_size()
+        self.can_use_jit = can_use_hicache_jit_kernel(element_size=self.row_bytes) and kernel_runs_on(
+            device_pool.device, self.pin_memory
         )
-        # Backups store into host memory: on CUDA only when this pool is pinned.
-        self.can_use_write_back_jit = can_use_write_back_jit_kernel(
-            row_bytes, device=device_pool.device, host_pinned=self.pin_memory
-        )
+        self.can_use_write_back_jit = can_use_write_back_jit_kernel(element_size=self.row_bytes)
+        self.k_data_ptrs = layer_pointer_table(self.k_buffer, device_pool.device)
+        self.v_data_ptrs = layer_pointer_table(self.v_buffer, device_pool.device)
 
     def init_buffers(self) -> None:
         shape = (2, self.layer_num, self.size, self.head_num, self.head_dim)
@@ -74,54 +81,85 @@ class MHATokenToKVPoolHost(HostKVCache):
         return self.kv_buffer[1]
 
     def get_size_per_token(self) -> int:
-        return (
-            self.head_num
-            * self.head_dim
-            * self.layer_num
-            * self.kv_buffer.element_size()
-            * 2
+        return self.head_num * self.head_dim * self.layer_num * self.kv_buffer.element_size() * 2
+
+    def _all_layer(self, dst_tables, dst_idx, src_tables, src_idx, device) -> None:
+        jit_transfer_hicache_all_layer(
+            k_ptr_dst=dst_tables[0],
+            v_ptr_dst=dst_tables[1],
+            indices_dst=dst_idx.to(device),
+            k_ptr_src=src_tables[0],
+            v_ptr_src=src_tables[1],
+            indices_src=src_idx.to(device),
+            kv_cache_src_stride_bytes=self.row_bytes,
+            kv_cache_dst_stride_bytes=self.row_bytes,
+            element_size=self.row_bytes,
         )
 
-    def load_to_device_per_layer(
-        self, device_pool, host_indices, device_indices, layer_id: int
-    ):
+    def load_to_device_per_layer(self, device_pool, host_indices, device_indices, layer_id: int):
+        self._check_host_indices(host_indices)
         src = (self.k_buffer[layer_id], self.v_buffer[layer_id])
         dst = (device_pool.k_buffer[layer_id], device_pool.v_buffer[layer_id])
         if self.can_use_jit:
-            jit_transfer_hicache_one_layer(*src, *dst, host_indices, device_indices)
+            jit_transfer_hicache_one_layer(
+                k_cache_dst=dst[0],
+                v_cache_dst=dst[1],
+                indices_dst=device_indices,
+                k_cache_src=src[0],
+                v_cache_src=src[1],
+                indices_src=host_indices,
+                element_dim=self.element_dim,
+            )
         else:
             for s, d in zip(src, dst):
                 _torch_copy(s, d, host_indices, device_indices, layered=False)
 
-    def load_to_device_all_layer(
-        self, device_pool, host_indices, device_indices
-    ) -> None:
-        src = (self.k_buffer, self.v_buffer)
-        dst = (device_pool.k_buffer, device_pool.v_buffer)
+    def load_to_device_all_layer(self, device_pool, host_indices, device_indices) -> None:
+        self._check_host_indices(host_indices)
         if self.can_use_jit:
-            jit_transfer_hicache_all_layer(*src, *dst, host_indices, device_indices)
+            self._all_layer(
+                (device_pool.k_data_ptrs, device_pool.v_data_ptrs),
+                device_indices,
+                (self.k_data_ptrs, self.v_data_ptrs),
+                host_indices,
+                device_pool.device,
+            )
         else:
+            src = (self.k_buffer, self.v_buffer)
+            dst = (device_pool.k_buffer, device_pool.v_buffer)
             for s, d in zip(src, dst):
                 _torch_copy(s, d, host_indices, device_indices, layered=True)
 
-    def backup_from_device_per_layer(
-        self, device_pool, host_indices, device_indices, layer_id: int
-    ) -> None:
+    def backup_from_device_per_layer(self, device_pool, host_indices, device_indices, layer_id: int) -> None:
+        self._check_host_indices(host_indices)
         src = (device_pool.k_buffer[layer_id], device_pool.v_buffer[layer_id])
         dst = (self.k_buffer[layer_id], self.v_buffer[layer_id])
-        if self.can_use_write_back_jit:
-            jit_transfer_hicache_one_layer(*src, *dst, device_indices, host_indices)
+        if self.can_use_jit:
+            jit_transfer_hicache_one_layer(
+                k_cache_dst=dst[0],
+                v_cache_dst=dst[1],
+                indices_dst=host_indices,
+                k_cache_src=src[0],
+                v_cache_src=src[1],
+                indices_src=device_indices,
+                element_dim=self.element_dim,
+            )
         else:
             for s, d in zip(src, dst):
                 _torch_copy(s, d, device_indices, host_indices, layered=False)
 
-    def backup_from_device_all_layer(
-        self, device_pool, host_indices, device_indices
-    ) -> None:
-        src = (device_pool.k_buffer, device_pool.v_buffer)
-        dst = (self.k_buffer, self.v_buffer)
-        if self.can_use_write_back_jit:
-            jit_transfer_hicache_all_layer(*src, *dst, device_indices, host_indices)
+    def backup_from_device_all_layer(self, device_pool, host_indices, device_indices) -> None:
+        self._check_host_indices(host_indices)
+        if self.can_use_jit:
+            self._all_layer(
+                (self.k_data_ptrs, self.v_data_ptrs),
+                host_indices,
+                (device_pool.k_data_ptrs, device_pool.v_data_ptrs),
+                device_indices,
+                device_pool.device,
+            )
         else:
+            src = (device_pool.k_buffer, device_pool.v_buffer)
+            dst = (self.k_buffer, self.v_buffer)
             for s, d in zip(src, dst):
                 _torch_copy(s, d, device_indices, host_indices, layered=True)

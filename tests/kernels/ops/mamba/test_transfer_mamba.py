@@ -1,27 +1,28 @@
-"""transfer_mamba_states: state-slot copies between pools; kernel vs reference, bad inputs."""
+"""`transfer_kv_mamba_pf_lf` / `_lf_pf`: upstream's byte-address contract, strides, bad inputs."""
 
 import pytest
 import torch
 
 from sglang.kernels import registry
-from sglang.kernels.jit import use_triton
 from sglang.kernels.ops import mamba
+from sglang.kernels.ops.kvcache import layer_pointer_table
 from sglang.kernels.ops.mamba import transfer_mamba
 from sglang.kernels.ops.mamba.transfer_mamba import (
-    transfer_mamba_states,
-    transfer_mamba_states_ref,
+    can_use_transfer_kv_mamba_kernel,
+    transfer_kv_mamba_lf_pf,
+    transfer_kv_mamba_lf_pf_ref,
+    transfer_kv_mamba_pf_lf,
+    transfer_kv_mamba_pf_lf_ref,
 )
 from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
-DTYPES = [torch.float32, torch.bfloat16, torch.float16]
-
-
+LAYERS = 3
 
 
 @pytest.fixture
 def spy(monkeypatch):
-    s = _LaunchSpy(transfer_mamba._transfer_mamba_states_kernel)
-    monkeypatch.setattr(transfer_mamba, "_transfer_mamba_states_kernel", s)
+    s = _LaunchSpy(transfer_mamba._transfer_kv_mamba_kernel)
+    monkeypatch.setattr(transfer_mamba, "_transfer_kv_mamba_kernel", s)
     return s
 
 
@@ -30,130 +31,143 @@ def _rand(shape, dtype, seed):
     return torch.randn(shape, generator=g).to(dtype)
 
 
-def _indices(n, n_src, n_dst, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, n_src, (n,), generator=g), torch.randperm(
-        n_dst, generator=g
-    )[:n]
+def _item_bytes(t):
+    return t[0].numel() * t.element_size()
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("slot_shape", [(1,), (6, 3), (2, 3, 5), (4500,)])
-@pytest.mark.parametrize("n", [0, 1, 6])
-def test_single_tensor_matches_reference(spy, n, slot_shape, dtype):
-    src, dst = _rand((9, *slot_shape), dtype, 1), _rand((7, *slot_shape), dtype, 2)
-    src_idx, dst_idx = _indices(n, 9, 7)
-    want = dst.clone()
-    transfer_mamba_states_ref(src, want, src_idx, dst_idx)
-    assert transfer_mamba_states(src, dst, src_idx, dst_idx) is None
-    assert torch.equal(dst, want)
-    assert spy.launches == int(n > 0)
+# (state shape, dtype): a conv state, an SSM state, and a 6-byte item that is no whole word.
+STATES = [((6, 3), torch.bfloat16), ((2, 4, 5), torch.float32), ((3,), torch.float16)]
 
 
-@pytest.mark.parametrize("n", [1, 4])
-def test_conv_and_ssm_lists(spy, n):
-    """A [conv, ssm] pair of differing shapes and dtypes: one launch per tensor."""
-    src = [_rand((8, 10, 3), torch.bfloat16, 1), _rand((8, 2, 4, 16), torch.float32, 2)]
-    dst = [_rand((5, 10, 3), torch.bfloat16, 3), _rand((5, 2, 4, 16), torch.float32, 4)]
-    src_idx, dst_idx = _indices(n, 8, 5, seed=n)
-    before = [t.clone() for t in dst]
-    transfer_mamba_states(src, dst, src_idx, dst_idx)
-    assert spy.launches == 2
-    for s, d in zip(src_idx.tolist(), dst_idx.tolist()):  # independent of the reference
-        assert torch.equal(dst[0][d], src[0][s]) and torch.equal(dst[1][d], src[1][s])
-    untouched = [i for i in range(5) if i not in dst_idx.tolist()]
-    assert all(torch.equal(a[untouched], b[untouched]) for a, b in zip(dst, before))
+@pytest.mark.parametrize("shape, dtype", STATES)
+def test_backup_then_load_round_trips_every_layer(spy, shape, dtype):
+    # Device: one [slots, *shape] tensor per layer (separate allocations, found through the
+    # table). Host: page-first [pages, layers, *shape]. Slot strides differ on every pair:
+    # item on the device, layers x item on the host.
+    device_layers = [_rand((7, *shape), dtype, layer) for layer in range(LAYERS)]
+    host = _rand((5, LAYERS, *shape), dtype, 9)
+    item = _item_bytes(device_layers[0])
+    dev_idx, host_idx = torch.tensor([6, 0, 3]), torch.tensor([4, 1, 2])
+    want = host.clone()
+    transfer_kv_mamba_lf_pf_ref(device_layers, want, dev_idx, host_idx, item, item * LAYERS, LAYERS)
+    transfer_kv_mamba_lf_pf(
+        layer_pointer_table(device_layers), host, dev_idx, host_idx, item, item * LAYERS, LAYERS
+    )
+    assert torch.equal(host, want)
+    assert torch.equal(host[4, 2], device_layers[2][6]) and torch.equal(host[1, 0], device_layers[0][0])
+    assert torch.equal(host[0], _rand((5, LAYERS, *shape), dtype, 9)[0])  # page 0 untouched
+    assert spy.launches == 1 and spy.grids[0][2] == LAYERS  # every layer in one launch
+
+    fresh = [torch.zeros_like(t) for t in device_layers]
+    for layer in range(LAYERS):
+        transfer_kv_mamba_pf_lf(host, fresh[layer], host_idx, dev_idx, layer, item, item * LAYERS)
+    for layer in range(LAYERS):
+        assert torch.equal(fresh[layer][dev_idx], device_layers[layer][dev_idx])
+        assert not fresh[layer][[1, 2, 4, 5]].any()
+    assert spy.launches == 1 + LAYERS
 
 
-def test_same_pool_fork(spy):
-    pool = [_rand((6, 4, 3), torch.float16, 5), _rand((6, 8), torch.float32, 6)]
-    before = [t.clone() for t in pool]
-    transfer_mamba_states(pool, pool, torch.tensor([0, 0, 2]), torch.tensor([3, 4, 5]))
-    for t, b in zip(pool, before):
-        assert torch.equal(t[[3, 4, 5]], b[[0, 0, 2]]) and torch.equal(t[:3], b[:3])
+def test_load_reads_the_layer_it_is_asked_for(spy):
+    host = torch.arange(2 * LAYERS * 4, dtype=torch.float32).view(2, LAYERS, 4)
+    dst = torch.zeros(3, 4)
+    transfer_kv_mamba_pf_lf(host, dst, torch.tensor([1]), torch.tensor([2]), 1, 16, 16 * LAYERS)
+    assert dst[2].tolist() == host[1, 1].tolist()
+    ref = torch.zeros(3, 4)
+    transfer_kv_mamba_pf_lf_ref(host, ref, torch.tensor([1]), torch.tensor([2]), 1, 16, 16 * LAYERS)
+    assert torch.equal(dst, ref)
 
 
-def test_same_pool_overlap_is_rejected(spy):
-    pool = _rand((6, 4), torch.float32, 7)
-    before = pool.clone()
-    with pytest.raises(ValueError, match="overlap"):
-        transfer_mamba_states(pool, pool, torch.tensor([1, 2]), torch.tensor([2, 3]))
-    assert torch.equal(pool, before) and spy.launches == 0
+def test_bits_survive_nan_payloads(spy):
+    bits = torch.tensor([0x7FC1, -1, 1, 0x7F81], dtype=torch.int16)
+    layers = [bits.view(torch.bfloat16).repeat(2, 1) for _ in range(2)]
+    host = torch.zeros(3, 2, 4, dtype=torch.bfloat16)
+    transfer_kv_mamba_lf_pf(layer_pointer_table(layers), host, torch.tensor([1]), torch.tensor([2]), 8, 16, 2)
+    assert torch.equal(host[2, 1].view(torch.int16), bits)
 
 
-def test_torch_path_matches_kernel_path(monkeypatch, spy):
-    src, dst = _rand((9, 5, 7), torch.bfloat16, 1), _rand((7, 5, 7), torch.bfloat16, 2)
-    src_idx, dst_idx = _indices(5, 9, 7)
-    kernel_dst = dst.clone()
-    transfer_mamba_states(src, kernel_dst, src_idx, dst_idx)
-    assert spy.launches == 1 and use_triton(src)
+def test_pf_lf_torch_path_is_explicit_and_agrees(monkeypatch, spy):
+    host = _rand((4, LAYERS, 6), torch.float32, 1)
+    a, b = torch.zeros(5, 6), torch.zeros(5, 6)
+    args = (torch.tensor([3, 0]), torch.tensor([1, 4]), 2, 24, 24 * LAYERS)
+    transfer_kv_mamba_pf_lf(host, a, *args)
     monkeypatch.setattr(transfer_mamba, "copy_kernel_device", lambda *tensors: None)
-    transfer_mamba_states(src, dst, src_idx, dst_idx)
-    assert spy.launches == 1 and torch.equal(dst, kernel_dst)
+    transfer_kv_mamba_pf_lf(host, b, *args)
+    assert spy.launches == 1 and torch.equal(a, b)
 
 
-def test_integer_states_take_the_torch_path(spy):
-    src = torch.randint(-100, 100, (4, 6), dtype=torch.int8)
-    dst = torch.zeros(4, 6, dtype=torch.int8)
-    transfer_mamba_states([src], [dst], torch.tensor([3, 1]), torch.tensor([0, 2]))
-    assert spy.launches == 0
-    assert torch.equal(dst[[0, 2]], src[[3, 1]]) and not dst[[1, 3]].any()
+def test_lf_pf_has_no_torch_path(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert not can_use_transfer_kv_mamba_kernel("cpu")
+    table = layer_pointer_table([torch.zeros(2, 4)])
+    with pytest.raises(ValueError, match="can_use_transfer_kv_mamba_kernel"):
+        transfer_kv_mamba_lf_pf(table, torch.zeros(2, 4), torch.tensor([0]), torch.tensor([1]), 16, 16, 1)
+
+
+def test_out_of_range_pages_fail_on_the_device_before_any_write(spy):
+    host, dst = torch.ones(4, LAYERS, 2), torch.zeros(3, 2)
+    with pytest.raises(RuntimeError, match="src_indices must lie in"):
+        transfer_kv_mamba_pf_lf(host, dst, torch.tensor([4]), torch.tensor([0]), 0, 8, 8 * LAYERS)
+    with pytest.raises(RuntimeError, match="dst_indices must lie in"):
+        transfer_kv_mamba_pf_lf(host, dst, torch.tensor([1]), torch.tensor([-1]), 0, 8, 8 * LAYERS)
+    table = layer_pointer_table([torch.ones(3, 2)] * LAYERS)
+    with pytest.raises(RuntimeError, match="dst_indices must lie in"):
+        transfer_kv_mamba_lf_pf(table, host, torch.tensor([0]), torch.tensor([4]), 8, 8 * LAYERS, LAYERS)
+    assert not dst.any() and spy.launches == 0 and torch.equal(host, torch.ones(4, LAYERS, 2))
 
 
 BAD = [
-    ("src_indices", lambda a: a.update(src_indices=a["src_indices"].int())),
-    ("src_indices", lambda a: a.update(src_indices=torch.tensor([0, 8]))),
-    ("dst_indices", lambda a: a.update(dst_indices=torch.tensor([2, 2]))),
-    ("dst_indices", lambda a: a.update(dst_indices=torch.tensor([-1, 2]))),
-    ("dst_indices", lambda a: a.update(dst_indices=torch.tensor([1]))),
-    ("dst_states", lambda a: a.update(dst_states=a["dst_states"][:1])),
-    (r"dst_states\[1\]", lambda a: a["dst_states"].__setitem__(1, torch.zeros(5, 9))),
-    (
-        r"dst_states\[0\]",
-        lambda a: a["dst_states"].__setitem__(0, torch.zeros(5, 4, 3).half()),
-    ),
-    (r"src_states\[1\]", lambda a: a["src_states"].__setitem__(1, torch.zeros(7, 8))),
-    (
-        r"src_states\[0\]",
-        lambda a: a["src_states"].__setitem__(0, torch.zeros(8, 3, 4).transpose(1, 2)),
-    ),
-    (
-        r"src_states\[1\]",
-        lambda a: a["src_states"].__setitem__(1, torch.zeros(8, 8, device="meta")),
-    ),
-    (
-        "src_indices",
-        lambda a: a.update(src_indices=torch.tensor([0, 1], device="meta")),
-    ),
+    ("layer_id", lambda a: a.update(layer_id=LAYERS)),
+    ("layer_id", lambda a: a.update(layer_id=-1)),
+    ("item_size", lambda a: a.update(item_size=0)),
+    ("src", lambda a: a.update(src=torch.zeros(LAYERS, 4, 2).transpose(0, 1))),
+    ("dst", lambda a: a.update(dst=torch.zeros(3, 3))),
+    ("src_indices", lambda a: a.update(src_indices=torch.tensor([0], dtype=torch.int32))),
+    ("dst_indices", lambda a: a.update(dst_indices=torch.tensor([0, 1]))),
+    ("num_warps_per_item", lambda a: a.update(num_warps_per_item=0)),
 ]
 
 
 @pytest.mark.parametrize("arg, mutate", BAD)
-def test_rejects_bad_input_without_writing(arg, mutate):
+def test_pf_lf_rejects_bad_input(arg, mutate):
     args = {
-        "src_states": [
-            _rand((8, 4, 3), torch.float32, 1),
-            _rand((8, 8), torch.float32, 2),
-        ],
-        "dst_states": [
-            _rand((5, 4, 3), torch.float32, 3),
-            _rand((5, 8), torch.float32, 4),
-        ],
-        "src_indices": torch.tensor([0, 7]),
-        "dst_indices": torch.tensor([4, 1]),
+        "src": torch.zeros(4, LAYERS, 2),
+        "dst": torch.zeros(3, 2),
+        "src_indices": torch.tensor([0]),
+        "dst_indices": torch.tensor([1]),
+        "layer_id": 1,
+        "item_size": 8,
+        "src_layout_dim": 8 * LAYERS,
     }
     mutate(args)
-    dsts = list(args["dst_states"])
-    before = [t.clone() for t in dsts]
-    with pytest.raises(ValueError, match=arg):
-        transfer_mamba_states(**args)
-    assert all(torch.equal(a, b) for a, b in zip(dsts, before))
+    with pytest.raises(ValueError, match=rf"transfer_kv_mamba_pf_lf: {arg}"):
+        transfer_kv_mamba_pf_lf(**args)
 
 
-def test_registry_and_group_surface():
-    assert registry.load("mamba.transfer_mamba_states") is transfer_mamba_states
-    assert (
-        registry.load("mamba.transfer_mamba_states", "torch")
-        is transfer_mamba_states_ref
-    )
-    assert mamba.transfer_mamba_states is transfer_mamba_states
+def test_lf_pf_rejects_a_short_table_and_a_small_page():
+    table = layer_pointer_table([torch.zeros(2, 2)] * 2)
+    idx = torch.tensor([0])
+    with pytest.raises(ValueError, match="src_ptrs"):
+        transfer_kv_mamba_lf_pf(table, torch.zeros(2, 3, 2), idx, idx, 8, 24, 3)
+    with pytest.raises(ValueError, match="do not fit"):
+        transfer_kv_mamba_lf_pf(table, torch.zeros(2, 2, 2), idx, idx, 8, 8, 2)
+
+
+def test_ops_compile_without_a_graph_break():
+    layers = [_rand((4, 2), torch.float32, i) for i in range(2)]
+    table = layer_pointer_table(layers)
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def step(table, host, dst, i, j):
+        transfer_kv_mamba_lf_pf(table, host, i, j, 8, 16, 2)
+        transfer_kv_mamba_pf_lf(host, dst, j, i, 1, 8, 16)
+        return dst * 1
+
+    out = step(table, torch.zeros(3, 2, 2), torch.zeros(4, 2), torch.tensor([3]), torch.tensor([2]))
+    assert torch.equal(out[3], layers[1][3])
+
+
+@pytest.mark.parametrize("name", ["transfer_kv_mamba_pf_lf", "transfer_kv_mamba_lf_pf"])
+def test_registry_and_group_surface(name):
+    assert registry.load(f"mamba.{name}") is getattr(transfer_mamba, name)
+    assert registry.load(f"mamba.{name}", "torch") is getattr(transfer_mamba, f"{name}_ref")
+    assert getattr(mamba, name) is getattr(transfer_mamba, name)
