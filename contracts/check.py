@@ -46,6 +46,7 @@ class Result:
     # Seconds per phase (`--verbose`): "cache" (looking up stored findings), "model" (walk, scan,
     # graph), "rules"; a phase that did not run is absent.
     timings: dict[str, float] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)  # named files no rule checks, one line each
 
 
 def _below_root(module: str) -> str:
@@ -88,6 +89,8 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
         closure_stop=tuple(sorted(stop)),
         name_prefixes=tuple(sorted(name_prefixes)),
         removed=tuple(dict.fromkeys(p for spec in removed for p in spec.removed)),
+        exclude=tuple(config.exclude),
+        exclude_base=config.base if config.exclude else "",
     )
 
 
@@ -155,9 +158,11 @@ def run(config: Config, src: str, paths: list[str] | None = None,
             save_result(model, plan, cache_dir, key, _to_data(full))
     else:
         timings["cache"] = time.perf_counter() - clock
+    full, notes = _with_importers(full, config, src, plan, paths, contract_ids)
     result = _filtered(full, config, src, paths, status)
     result.timings = timings
-    result.warnings.extend(warnings)
+    result.warnings.extend(warnings + notes)
+    result.notices = named_file_notices(config, src, paths)
     return result
 
 
@@ -192,6 +197,91 @@ def _from_data(data) -> Result | None:
                       engine_findings=[Finding(*f) for f in engine])
     except (TypeError, ValueError):
         return None  # another shape: rebuild
+
+
+def _layout(config: Config):
+    from contracts.engine.importers import Layout
+
+    return Layout(config.base, tuple(config.exclude), tuple(config.importer_paths))
+
+
+def _root_dirs(config: Config, src: str) -> list[str]:
+    return [os.path.join(src, r) for r in config.root_packages] + \
+        [os.path.join(src, r + ".py") for r in config.root_packages]
+
+
+def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, paths: list[str] | None,
+                    contract_ids: list[str] | None) -> tuple[Result, list[str]]:
+    """`full` with the `removed-module` findings of the files outside the root packages: those
+    `importer_paths` names, and any `.py` file named on the command line (always checked).
+    Read on every run, never cached (see `engine/importers.py`)."""
+    from contracts import rules
+    from contracts.engine.importers import importer_files, importer_model
+
+    specs = [spec for spec in config.removed if not contract_ids or spec.id in contract_ids]
+    if not specs:
+        return full, []
+    layout = _layout(config)
+    inside = _root_dirs(config, src)
+    files, empty = importer_files(layout, inside) if config.importer_paths else ([], [])
+    notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
+             f"'{entry}' names no .py file outside the root packages" for entry in empty]
+    if paths:
+        keep = _path_filter(src, paths)
+        files = [p for p in files if keep(os.path.relpath(p, src).replace(os.sep, "/"))]
+        for p in paths:  # a file named explicitly is checked even where importer_paths does not reach
+            path = os.path.abspath(p)
+            if (path.endswith(".py") and os.path.isfile(path) and path not in files
+                    and not _is_inside(path, inside) and not layout.excluded_by(path)):
+                files.append(path)
+    if not files:
+        return full, notes
+    model = importer_model(sorted(set(files)), src, layout, plan.ast_words)
+    results = []
+    for r in full.contracts:
+        spec = next((s for s in specs if s.id == r.id), None) if r.kind == "removed_modules" else None
+        found = r.findings if spec is None else sorted(set(r.findings) | set(rules.removed_module.check(model, spec)))
+        results.append(ContractResult(r.id, r.name, r.kind, found))
+    engine = sorted(set(full.engine_findings) | set(rules.parse_error.check(model))
+                    | set(rules.not_scanned.check(model)))
+    return Result(
+        files_scanned=full.files_scanned + model.files_read,
+        files_total=full.files_total + len(model.discovery.files) + len(model.discovery.skipped),
+        findings=[], contracts=results, skipped_contracts=full.skipped_contracts,
+        cache_status=full.cache_status, engine_findings=engine,
+    ), notes
+
+
+def _is_inside(path: str, tops: list[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == t or real.startswith(t + os.sep) for t in map(os.path.realpath, tops))
+
+
+def config_source_display(config: Config) -> str:
+    from contracts.config_source import display_name
+
+    return display_name(config.path)
+
+
+def named_file_notices(config: Config, src: str, paths: list[str] | None) -> list[str]:
+    """One line for each file named on the command line that no rule checks: excluded by the
+    config, or not Python. (A `.py` file is otherwise always checked: as a module of the root
+    packages, or as an importer.)"""
+    from contracts.findings import shown_path
+
+    notices = []
+    layout = _layout(config)
+    for p in paths or ():
+        if not os.path.isfile(p):
+            continue
+        shown = shown_path(os.path.abspath(p), src)
+        pattern = layout.excluded_by(p)
+        if pattern is not None:
+            notices.append(f"{shown}: not checked: excluded by the pattern '{pattern}' of option 'exclude' "
+                           f"in {config_source_display(config)}")
+        elif not p.endswith(".py"):
+            notices.append(f"{shown}: not checked: not a `.py` file, so no rule applies to it")
+    return notices
 
 
 def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> Result:

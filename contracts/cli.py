@@ -32,6 +32,8 @@ commands:
   rules [RULE_ID ...]   list the rules, one line each; with RULE_IDs, their full documentation
   derive-map            derive the `replacements` lines of a removed_modules contract
                         (`namespace-lint derive-map --help`)
+  lint-imports [ARGS]   import-linter's lint-imports on the configured packages (`source_dir` first
+                        on sys.path, no logo): what the pre-commit hook runs
 
 exit status: 0 clean, 1 findings, 2 usage or configuration error, 130 interrupted
 """
@@ -96,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                 return derive_main(argv[1:])
         if argv and argv[0] == "rules":
             return _rules(argv[1:])
+        if argv and argv[0] == "lint-imports":
+            return _lint_imports(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return _check(argv)
@@ -107,6 +111,56 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `namespace-lint | head`
         return EXIT_FINDINGS
+
+
+def _lint_imports(argv: list[str]) -> int:
+    """`namespace-lint lint-imports [ARGS]`: import-linter's `lint-imports` on the user's code, as a
+    pre-commit hook runs it. The config is found as `namespace-lint` finds it (upward, or
+    `--config`), the directory holding the root packages (`source_dir`) goes first on `sys.path`
+    so that grimp and these contract types read the user's packages and never a copy installed in
+    the hook's environment, and the logo is left out."""
+    from importlinter.cli import lint_imports_command
+
+    from contracts import config as config_mod
+    from contracts.errors import UsageError
+
+    given = next((a.split("=", 1)[1] if "=" in a else argv[i + 1]
+                  for i, a in enumerate(argv) if a == "--config" and i + 1 < len(argv) or a.startswith("--config=")),
+                 None)
+    path = given or config_mod.find()
+    if path is None:
+        raise UsageError("no configuration found: no .importlinter, setup.cfg with [importlinter] or "
+                         "pyproject.toml with [tool.importlinter] in this directory or above it up to the "
+                         "repository root (pass --config FILE)")
+    cfg = config_mod.load(path)
+    src = cfg.source_dir or cfg.base
+    if not os.path.isdir(src):
+        raise UsageError(f"{config_mod.display_name(cfg.path)}, section [importlinter], option "
+                         f"'source_dir': {config_mod.display_name(src)} is not a directory")
+    sys.path.insert(0, src)
+    import importlib.util
+
+    for root in cfg.root_packages:
+        spec = importlib.util.find_spec(root)  # locates it without importing it
+        where = list(spec.submodule_search_locations or [spec.origin or ""]) if spec else []
+        if not where or not os.path.realpath(where[0]).startswith(os.path.realpath(src) + os.sep):
+            raise UsageError(f"root package '{root}' is not in {config_mod.display_name(src)} "
+                             f"(found: {where[0] if where else 'nowhere'}); set 'source_dir' in "
+                             f"{config_mod.display_name(cfg.path)}")
+    args = list(argv)
+    params = {p.name for p in lint_imports_command.params}
+    positional = [a for a in args if not a.startswith("-")]
+    if given is None and not positional:
+        # import-linter 2.4+ takes config files as arguments (and deprecates --config).
+        args += [path] if "config_files" in params else ["--config", path]
+    if "--no-logo" not in args and "no_logo" in params:
+        args.append("--no-logo")
+    sys.argv = ["lint-imports", *args]  # the contract types read --config from it
+    try:
+        lint_imports_command.main(args=args, prog_name="lint-imports", standalone_mode=False)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return EXIT_CLEAN
 
 
 def _rules_parser() -> argparse.ArgumentParser:
@@ -181,6 +235,8 @@ def _check(argv: list[str]) -> int:
     timings.update(result.timings)
     for line in result.warnings:
         print(f"namespace-lint: warning: {line}", file=sys.stderr)
+    for line in result.notices:
+        print(f"namespace-lint: notice: {line}", file=sys.stderr)
     if args.contract:
         unknown = sorted(set(args.contract) - {c.id for c in result.contracts})
         if unknown:

@@ -42,7 +42,7 @@ def shown_path(path: str, src: str, cwd: str | None = None) -> str:
     """`path` as a finding carries it (relative to `src`, `/`) as every output prints it: relative
     to the directory the command runs in, with `/`, or absolute when outside it. So a GitHub
     annotation's `file=` and an editor link name the file whatever `--src` was."""
-    full = os.path.normpath(os.path.join(src, *path.split("/")))
+    full = os.path.normpath(path if os.path.isabs(path) else os.path.join(src, *path.split("/")))
     here = os.getcwd() if cwd is None else cwd
     for a, b in ((full, here), (os.path.realpath(full), os.path.realpath(here))):  # a symlinked cwd
         try:

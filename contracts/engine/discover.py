@@ -61,10 +61,12 @@ class Discovery:
         return out
 
 
-def discover(src: str, roots: tuple[str, ...] | list[str]) -> Discovery:
+def discover(src: str, roots: tuple[str, ...] | list[str], layout=None) -> Discovery:
+    """`layout` (an `importers.Layout`): what its `exclude` names is not walked, not reported."""
     src = os.path.abspath(src)
     result = Discovery(src=src)
     walker = _Walker(result)
+    walker.layout = layout
     for root in roots:
         top = os.path.join(src, root)
         if os.path.isdir(top):
@@ -137,8 +139,12 @@ class _Walker:
         for entry in entries:
             self._entry(entry, parts, depth)
 
+    layout = None
+
     def _entry(self, entry: os.DirEntry, parts: list[str], depth: int) -> None:
         name = entry.name
+        if self.layout is not None and self.layout.excluded_by(entry.path):
+            return  # excluded by the config (vendored, generated): deliberately not a module
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:

@@ -62,6 +62,16 @@ class ScanPlan:
     # The removed prefixes themselves: files are routed to ast by `prefilter.py` (lookups by
     # name parts, one pass over the bytes), not by searching for each of `ast_words`.
     removed: tuple[str, ...] = ()
+    # The config's `exclude` patterns and the directory they are relative to (`importers.py`).
+    exclude: tuple[str, ...] = ()
+    exclude_base: str = ""
+
+    @property
+    def layout(self):
+        """The `importers.Layout` whose exclusions the walk honours, or None."""
+        from contracts.engine.importers import Layout
+
+        return Layout(self.exclude_base, self.exclude) if self.exclude else None
 
     @property
     def key(self) -> str:
@@ -163,7 +173,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
     cache = Cache(cache_dir, _key(src, plan)) if cache_dir else None
     old = cache.load() if cache else {}
     old_files: dict[str, list] = old.get("files", {})
-    disc = discover(src, plan.roots)
+    disc = discover(src, plan.roots, plan.layout)
     inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
     model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off", started=started)
 

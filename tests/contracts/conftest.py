@@ -124,3 +124,40 @@ def run_json(root: Path, *args: str) -> tuple[int, dict]:
     with contextlib.redirect_stdout(out), cwd(root):
         code = main(["--config", str(root / ".importlinter"), "--no-cache", "--format", "json", *args])
     return code, json.loads(out.getvalue())
+
+
+def pip(*args: str, python: str | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    target = ("--python", python) if python else ()
+    return subprocess.run([sys.executable, "-m", "pip", *target, *args], capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
+
+
+@pytest.fixture(scope="session")
+def linter_wheel(tmp_path_factory) -> Path:
+    """The linter's wheel, built from a copy of the repository's distribution files (building in
+    the repository would leave build/ and *.egg-info there). `sglang/` is copied too: the
+    packaging must leave it out, not merely not find it."""
+    import shutil
+
+    src = tmp_path_factory.mktemp("dist-src")
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for name in ("contracts", "sglang"):
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path_factory.mktemp("wheel")
+    proc = pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(out), str(src))
+    if proc.returncode != 0 and "No module named" in proc.stderr:
+        pytest.skip(f"cannot build a wheel here: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.returncode == 0, proc.stderr
+    (built,) = out.glob("*.whl")
+    return built
+
+
+@pytest.fixture(scope="session")
+def linter_site(linter_wheel, tmp_path_factory) -> Path:
+    """The wheel installed (non-editable, no dependencies: they are this environment's) into a
+    directory of its own, with its console scripts under `bin/`."""
+    site = tmp_path_factory.mktemp("linter-site")
+    proc = pip("install", "--no-deps", "--no-index", "--no-compile", "-q", "--target", str(site), str(linter_wheel))
+    assert proc.returncode == 0, proc.stderr
+    return site

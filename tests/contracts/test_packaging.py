@@ -11,7 +11,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,35 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.contracts.conftest import BASE_CONFIG, CLEAN_TREE, REPO, write_tree
+from tests.contracts.conftest import BASE_CONFIG, CLEAN_TREE, REPO, pip, write_tree
 
 UPSTREAM = "0.5.23"
-DIST_FILES = ("setup.cfg", "pyproject.toml", "README.md")
-
-
-def _pip(*args: str, python: str | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    target = ("--python", python) if python else ()
-    return subprocess.run([sys.executable, "-m", "pip", *target, *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The linter's wheel, built from a copy of the repository's distribution files (building in
-    the repository would leave build/ and *.egg-info there). `sglang/` is copied too: the
-    packaging must leave it out, not merely not find it."""
-    src = tmp_path_factory.mktemp("dist-src")
-    for name in DIST_FILES:
-        shutil.copy(REPO / name, src / name)
-    for name in ("contracts", "sglang"):
-        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-    out = tmp_path_factory.mktemp("wheel")
-    proc = _pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(out), str(src))
-    if proc.returncode != 0 and "No module named" in proc.stderr:
-        pytest.skip(f"cannot build a wheel here: {proc.stderr.strip().splitlines()[-1]}")
-    assert proc.returncode == 0, proc.stderr
-    (built,) = out.glob("*.whl")
-    return built
+def wheel(linter_wheel) -> Path:
+    return linter_wheel
 
 
 def test_the_wheel_holds_every_module_of_the_linter_and_no_sglang(wheel):
@@ -64,10 +42,8 @@ def test_the_wheel_holds_every_module_of_the_linter_and_no_sglang(wheel):
     assert not any("torch" in r or "sglang" in r for r in requires), requires
 
 
-def test_a_non_editable_install_runs_both_faces_on_a_fixture(wheel, tmp_path):
-    site = tmp_path / "site"
-    proc = _pip("install", "--no-deps", "--no-index", "--no-compile", "-q", "--target", str(site), str(wheel))
-    assert proc.returncode == 0, proc.stderr
+def test_a_non_editable_install_runs_both_faces_on_a_fixture(linter_site, tmp_path):
+    site = linter_site
     fixture = write_tree(tmp_path / "fixture", {**CLEAN_TREE, "pkg/srt/stale.py": "from pkg.jit_kernel import norm\n"},
                          BASE_CONFIG)
     # Only the installed copy is importable: not this repository (neither on PYTHONPATH nor cwd).
@@ -101,7 +77,7 @@ def _upstream_wheel(tmp_path_factory) -> Path:
         if found:
             return Path(found[0])
     dest = tmp_path_factory.mktemp("upstream-wheel")
-    proc = _pip("download", "--no-deps", "-q", "-d", str(dest), f"sglang=={UPSTREAM}", timeout=600)
+    proc = pip("download", "--no-deps", "-q", "-d", str(dest), f"sglang=={UPSTREAM}", timeout=600)
     found = sorted(dest.glob(pattern))
     if proc.returncode != 0 or not found:
         reason = (proc.stderr.strip().splitlines() or ["no wheel"])[-1]
@@ -129,17 +105,17 @@ def test_a_real_sglang_stays_byte_identical_when_the_linter_is_installed_and_uni
     # A plain venv (no system site-packages): only what is installed here is in it.
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
-    proc = _pip("install", "--no-deps", "--no-index", "--no-compile", "-q", str(upstream), python=python)
+    proc = pip("install", "--no-deps", "--no-index", "--no-compile", "-q", str(upstream), python=python)
     assert proc.returncode == 0, proc.stderr
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     package = site / "sglang"
     before = _tree_digest(package)
     assert "__init__.py" in before and "kernels/ops/__init__.py" in before
-    assert _pip("install", "--no-deps", "--no-index", "--no-compile", "-q", str(wheel),
+    assert pip("install", "--no-deps", "--no-index", "--no-compile", "-q", str(wheel),
                 python=python).returncode == 0
     assert (site / "contracts" / "__init__.py").is_file()
     assert _tree_digest(package) == before
-    assert _pip("uninstall", "-y", "-q", "sglang-namespace-guard", python=python).returncode == 0
+    assert pip("uninstall", "-y", "-q", "sglang-namespace-guard", python=python).returncode == 0
     assert not (site / "contracts").exists()
     assert _tree_digest(package) == before

@@ -1,0 +1,178 @@
+"""Files outside the root packages that import them: tests, benchmarks, scripts (`importer_paths`),
+and what `exclude` leaves out of every walk.
+
+Upstream keeps its package under `python/` and much code beside it (`test/`, `benchmark/`,
+`scripts/`): a stale import there breaks just the same. Those files are importers, not modules
+of the graph: they are scanned for references (the rules that need no graph, `removed-module`),
+never given graph edges. They are read on every run (a few thousand files cost milliseconds; a
+file is parsed only when it contains a word a rule looks for), so the cached findings of the
+package never hide an edit to a test.
+
+Patterns are relative to the config file's directory, with `/`: a plain path names that file or
+everything under that directory; `*`, `?` and `[...]` match within one path segment and `**` any
+number of segments (`docs/**/*.py`, `**/generated`). A pattern matches a path when it matches
+the path or one of its parent directories.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass, field
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _segment_regex(segment: str) -> str:
+    out, i = [], 0
+    while i < len(segment):
+        c = segment[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = segment.find("]", i + 2 if segment[i + 1:i + 2] in ("!", "]") else i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = segment[i + 1:end]
+                body = "^" + body[1:] if body.startswith("!") else body
+                out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def compile_pattern(pattern: str) -> re.Pattern:
+    """A regex matching the base-relative paths (with `/`) that `pattern` names."""
+    parts = [p for p in pattern.replace(os.sep, "/").strip("/").split("/") if p not in ("", ".")]
+    regex = ""
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            regex += ".*" if last else "(?:[^/]+/)*"
+        else:
+            regex += _segment_regex(part) + ("" if last else "/")
+    return re.compile(f"(?:{regex})(?:/.*)?\\Z", re.DOTALL)
+
+
+@dataclass
+class Layout:
+    """`exclude` and `importer_paths` of one config, relative to `base` (its directory)."""
+
+    base: str  # absolute
+    exclude: tuple[str, ...] = ()
+    importer_paths: tuple[str, ...] = ()
+    _compiled: list = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._compiled = [compile_pattern(p) for p in self.exclude]
+
+    def rel(self, path: str) -> str | None:
+        """`path` relative to the base with `/`, or None outside it."""
+        rel = os.path.relpath(os.path.abspath(path), self.base)
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+            return None
+        return rel.replace(os.sep, "/")
+
+    def excluded_by(self, path: str) -> str | None:
+        """The `exclude` pattern that leaves `path` out, or None."""
+        rel = self.rel(path)
+        if rel is None or rel == ".":
+            return None
+        for pattern, regex in zip(self.exclude, self._compiled):
+            if regex.match(rel):
+                return pattern
+        return None
+
+
+def importer_files(layout: Layout, inside: list[str]) -> tuple[list[str], list[str]]:
+    """(the `.py` files `importer_paths` names, absolute and sorted; the entries that name no
+    file). Files under `inside` (the root packages' directories: their files are modules) and
+    excluded files are left out; directories are walked without following symlinks, skipping
+    `__pycache__` and hidden directories."""
+    found: set[str] = set()
+    empty: list[str] = []
+    inside = [os.path.realpath(p) for p in inside]
+
+    def is_inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == top or real.startswith(top + os.sep) for top in inside)
+
+    def add(path: str) -> bool:
+        if path.endswith(".py") and os.path.isfile(path) and not is_inside(path) and not layout.excluded_by(path):
+            found.add(os.path.abspath(path))
+            return True
+        return False
+
+    def walk(top: str) -> bool:
+        any_file = False
+        for directory, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith(".")
+                                 and not layout.excluded_by(os.path.join(directory, d))
+                                 and not is_inside(os.path.join(directory, d)))
+            for name in filenames:
+                any_file = add(os.path.join(directory, name)) or any_file
+        return any_file
+
+    for entry in layout.importer_paths:
+        full = os.path.join(layout.base, entry)
+        matches = sorted(glob.glob(full, recursive=True)) if _GLOB_CHARS.search(entry) else [full]
+        hit = False
+        for path in matches:
+            if layout.excluded_by(path):
+                continue
+            if os.path.isdir(path) and not is_inside(path):
+                hit = walk(path) or hit
+            elif os.path.isfile(path):
+                hit = add(path) or hit
+        if not hit:
+            empty.append(entry)
+    return sorted(found), empty
+
+
+def importer_name(layout: Layout, path: str) -> str:
+    """What findings name a file outside the packages as: its dotted path from the base
+    (`test.srt.test_x`) when every part is an identifier, else its path (`scripts/run-it.py`)."""
+    rel = layout.rel(path) or os.path.abspath(path).replace(os.sep, "/")
+    parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts and all(p.isidentifier() for p in parts):
+        return ".".join(parts)
+    return rel
+
+
+def importer_model(files: list[str], src: str, layout: Layout, words: tuple[bytes, ...]):
+    """A model of importer files: their references (only of the files that contain one of
+    `words`), parse errors, and what could not be read (`discovery.skipped`); no graph."""
+    from contracts.engine.discover import Discovery, SourceFile
+    from contracts.engine.model import Model
+    from contracts.engine.scan import scan_source, searchable
+
+    disc = Discovery(src=src)
+    model = Model(src=src, discovery=disc)
+    for path in files:
+        rel = os.path.relpath(path, src).replace(os.sep, "/")
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            st = os.stat(path)
+        except OSError as e:
+            disc.skipped.append((rel, f"cannot read: {e.strerror or e}"))
+            continue
+        name = importer_name(layout, path)
+        disc.files.append(SourceFile(path, rel, name, False, st.st_mtime_ns, st.st_size))
+        model.files_read += 1
+        hay = searchable(data)
+        if not any(w in hay for w in words):
+            continue
+        result = scan_source(data, name, False, words)
+        model.refs[rel] = result.refs
+        if result.error is not None:
+            model.errors[rel] = result.error
+    return model
