@@ -3,16 +3,23 @@ new ones fail a run, and so that the record can only shrink.
 
     namespace-lint --write-baseline namespace-lint.baseline.json   # once, on adoption
     namespace-lint --baseline namespace-lint.baseline.json          # in CI and pre-commit
+    namespace-lint --baseline B --strict-baseline                   # CI: B must shrink with the code
+    namespace-lint --baseline B --write-baseline B                  # prune B to what still occurs
 
 An entry is a finding's identity `(rule, importer, imported)` -- no line number, so an edit
-that moves the import (or anything above it) does not break the baseline; a second import of
-the same module by the same importer is covered by the same entry. A run with `--baseline`
-reports the findings whose identity is not in the file, and the entries that no longer occur
-(delete them: the baseline can only shrink).
+that moves the import (or anything above it) does not break the baseline -- with the `count` of
+findings it covers: one more occurrence of a baselined pair (a second stale import of the same
+module by the same importer) is a new finding. A run with `--baseline` reports the findings
+beyond their entry's count, and the entries that no longer occur (or occur fewer times than
+counted); with `--strict-baseline` (or `strict_baseline = true` in `[importlinter]`) those fail
+the run, so CI can require the file to shrink when the code does.
 
-The file is JSON, sorted, one entry per identity, with a `version` field; an entry may carry a
-`reason` (written by hand), which `--write-baseline` keeps for entries that still occur. A file
-that cannot be read as such a baseline is a usage error naming the file, never silently empty.
+File format, version 2 (see docs/baseline.md): a JSON object `{"version": 2, "tool":
+"namespace-lint", "entries": [...]}`, entries sorted, one per line, each `{"rule", "importer",
+"imported"}` with `"count"` (an integer >= 1; absent means 1) and an optional hand-written
+`"reason"` that rewriting keeps. Version 1 files (no counts) are still read: an entry then covers
+any number of findings, as it did, and the run says to rewrite the file. A file that cannot be
+read as such a baseline is a usage error naming the file, never silently empty.
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from contracts.engine.files import atomic_write
 from contracts.errors import UsageError
 from contracts.findings import Finding
 
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
 FIELDS = ("rule", "importer", "imported")
 
 
@@ -45,9 +55,11 @@ def load(path: str) -> dict[tuple[str, str, str], dict]:
     if not isinstance(data, dict) or "entries" not in data:
         raise UsageError(f"--baseline {path}: not a baseline file: expected a JSON object with "
                          f"'version' and 'entries'")
-    if data.get("version") != VERSION:
-        raise UsageError(f"--baseline {path}: unsupported baseline version {data.get('version')!r} "
-                         f"(this tool reads version {VERSION}); write it again with --write-baseline")
+    version = data.get("version")
+    if version not in READS or isinstance(version, bool):
+        raise UsageError(f"--baseline {path}: unsupported baseline version {version!r} "
+                         f"(this tool reads versions {' and '.join(map(str, READS))}); write it again "
+                         f"with --write-baseline")
     entries = data["entries"]
     if not isinstance(entries, list):
         raise UsageError(f"--baseline {path}: 'entries' must be a list")
@@ -58,53 +70,110 @@ def load(path: str) -> dict[tuple[str, str, str], dict]:
                              f"{', '.join(repr(k) for k in FIELDS)}")
         if "reason" in entry and not isinstance(entry["reason"], str):
             raise UsageError(f"--baseline {path}: entry {i + 1}: 'reason' must be a string")
-        out[tuple(entry[k] for k in FIELDS)] = entry
+        count = entry.get("count", 1)
+        if version >= 2 and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+            raise UsageError(f"--baseline {path}: entry {i + 1}: 'count' must be an integer >= 1")
+        key = tuple(entry[k] for k in FIELDS)
+        if key in out:
+            raise UsageError(f"--baseline {path}: entry {i + 1} repeats the entry for {' '.join(key)} "
+                             f"(one entry per rule, importer and imported; add up the counts)")
+        # A version 1 entry has no count: it covers any number of findings, as it did.
+        out[key] = {**entry, "count": count if version >= 2 else None}
     return out
 
 
-def apply(path: str, findings: Iterable[Finding]) -> tuple[list[Finding], list[tuple[str, str, str]]]:
-    """(the findings not in the baseline, the baseline keys that no longer occur), both sorted.
+def version_of(path: str) -> int:
+    """The version of the readable baseline at `path` (after `load` succeeded)."""
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["version"]
 
-    The second list is only meaningful when `findings` are those of the whole tree (not of some
-    PATHs): an entry whose findings were filtered away would look gone."""
+
+@dataclass
+class Comparison:
+    """Today's findings against a baseline."""
+
+    new: list[Finding]  # not covered: no entry, or beyond the entry's count
+    gone: list[tuple[str, str, str]]  # entries with no finding left
+    fewer: list[tuple[tuple[str, str, str], int, int]]  # (key, recorded count, findings now)
+    version: int = VERSION
+
+    @property
+    def stale(self) -> bool:
+        """Does the file record more than occurs (an entry to delete, or a count to lower)?"""
+        return bool(self.gone or self.fewer)
+
+
+def compare(path: str, findings: Iterable[Finding]) -> Comparison:
+    """`findings` against the baseline at `path`. Of the findings of one key, the first `count`
+    (in path and line order) are covered and the rest are new.
+
+    `gone` and `fewer` are only meaningful when `findings` are those of the whole tree (not of
+    some PATHs): an entry whose findings were filtered away would look gone."""
     known = load(path)
-    findings = list(findings)
-    seen = {f.baseline_key for f in findings}
-    new = sorted(f for f in findings if f.baseline_key not in known)
-    gone = sorted(key for key in known if key not in seen)
-    return new, gone
+    by_key: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in sorted(findings):
+        by_key.setdefault(f.baseline_key, []).append(f)
+    new: list[Finding] = []
+    fewer = []
+    for key, found in by_key.items():
+        entry = known.get(key)
+        if entry is None:
+            new.extend(found)
+            continue
+        allowed = entry["count"]
+        if allowed is None:
+            continue
+        new.extend(found[allowed:])
+        if len(found) < allowed:
+            fewer.append((key, allowed, len(found)))
+    gone = sorted(key for key in known if key not in by_key)
+    version = 1 if any(e["count"] is None for e in known.values()) else VERSION
+    return Comparison(sorted(new), gone, sorted(fewer), version)
 
 
-def write(path: str, findings: Iterable[Finding]) -> int:
-    """Record `findings` at `path` (replacing it atomically); returns the number of entries.
+def apply(path: str, findings: Iterable[Finding]) -> tuple[list[Finding], list[tuple[str, str, str]]]:
+    """(the findings the baseline does not cover, the baseline keys that no longer occur), both
+    sorted (`compare` also says which entries occur fewer times than counted)."""
+    result = compare(path, findings)
+    return result.new, result.gone
 
-    A `reason` of an existing entry that still occurs is kept."""
-    reasons: dict[tuple[str, str, str], str] = {}
-    if os.path.exists(path):
+
+def write(path: str, findings: Iterable[Finding], prune: str | None = None) -> int:
+    """Record `findings` at `path` (replacing it atomically), one entry per key with its count;
+    returns the number of entries. A `reason` of an existing entry that still occurs is kept.
+
+    `prune`: the path of the baseline in use. Then only its entries are written, each with the
+    smaller of its count and today's, those that no longer occur dropped and nothing added: the
+    file shrinks to what still occurs, and new findings stay new."""
+    old: dict[tuple[str, str, str], dict] = {}
+    source = prune or path
+    if os.path.exists(source):
         try:
-            reasons = {key: entry["reason"] for key, entry in load(path).items() if "reason" in entry}
+            old = load(source)
         except UsageError:
-            reasons = {}  # not a baseline we can read: it is being replaced
+            if prune:
+                raise
+            old = {}  # not a baseline we can read: it is being replaced
+    counts: dict[tuple[str, str, str], int] = {}
+    for f in findings:
+        counts[f.baseline_key] = counts.get(f.baseline_key, 0) + 1
+    if prune:
+        counts = {key: min(n, old[key]["count"] or n) for key, n in counts.items() if key in old}
     entries = []
-    for key in sorted({f.baseline_key for f in findings}):
-        entry = dict(zip(FIELDS, key))
-        if key in reasons:
-            entry["reason"] = reasons[key]
+    for key in sorted(counts):
+        entry: dict = dict(zip(FIELDS, key))
+        entry["count"] = counts[key]
+        if "reason" in old.get(key, {}):
+            entry["reason"] = old[key]["reason"]
+        if entry["count"] == 1:
+            del entry["count"]  # the default: a file of single occurrences reads as before
         entries.append(entry)
-    # One entry per line: a fixed finding is one deleted line in review.
+    # One entry per line: a fixed finding is one deleted line (or a lowered count) in review.
     lines = ",\n".join("    " + json.dumps(entry, ensure_ascii=False) for entry in entries)
     text = (f'{{\n  "version": {VERSION},\n  "tool": "namespace-lint",\n  "entries": [\n'
             + (lines + "\n" if entries else "") + "  ]\n}\n")
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        atomic_write(path, text.encode("utf-8"))
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise UsageError(f"--write-baseline {path}: cannot be written: {e.strerror or e}") from None
     return len(entries)

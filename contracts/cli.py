@@ -242,12 +242,15 @@ def _check(argv: list[str]) -> int:
         if unknown:
             raise UsageError(f"--contract {unknown[0]}: no contract of this tool's types has that id")
 
-    if args.write_baseline:
+    if args.write_baseline and not args.baseline:
         from contracts.baseline import write
 
         write(args.write_baseline, result.findings)
         print(f"Wrote {_plural(len(result.findings), 'finding')} to {args.write_baseline}.", file=sys.stderr)
         return EXIT_CLEAN
+    if args.write_baseline and args.paths:
+        raise UsageError("--write-baseline with --baseline prunes the baseline by the whole tree's "
+                         "findings; leave out the PATHs")
 
     findings = result.findings
     changes = False  # --diff: would it change something?
@@ -271,19 +274,33 @@ def _check(argv: list[str]) -> int:
         timings["fix"] = time.perf_counter() - clock
         changes = bool(outcome.fixed) and args.diff
     notes: list[str] = []
-    gone: list = []
-    strict = args.strict_baseline
+    stale = False
+    strict = args.strict_baseline or cfg.strict_baseline
     if args.baseline:
-        from contracts.baseline import apply
+        from contracts.baseline import compare, write
 
-        findings, gone = apply(args.baseline, findings)
-        if args.paths:
-            gone = []  # only some files were reported on: absence elsewhere proves nothing
-        if strict is None:
-            strict = getattr(cfg, "strict_baseline", False)
-        verb = "fails the run" if strict else "remove it"
-        notes = [f"{args.baseline}: baseline entry no longer occurs: {rule} {importer} -> {imported} "
-                 f"({verb})" for rule, importer, imported in gone]
+        comparison = compare(args.baseline, findings)
+        findings = comparison.new
+        if comparison.version < 2:
+            print(f"namespace-lint: warning: --baseline {args.baseline}: a version 1 baseline (no counts: an "
+                  f"entry covers any number of findings); rewrite it with --baseline {args.baseline} "
+                  f"--write-baseline {args.baseline}", file=sys.stderr)
+        if not args.paths:  # only some files were reported on: absence elsewhere proves nothing
+            stale = comparison.stale
+            verb = "fails the run with --strict-baseline" if strict else "remove it"
+            notes = [f"{args.baseline}: baseline entry no longer occurs: {rule} {importer} -> {imported} ({verb})"
+                     for rule, importer, imported in comparison.gone]
+            verb = "fails the run with --strict-baseline" if strict else "lower it"
+            notes += [f"{args.baseline}: baseline entry occurs fewer times than counted ({now} of {count}): "
+                      f"{rule} {importer} -> {imported} ({verb})"
+                      for (rule, importer, imported), count, now in comparison.fewer]
+        if args.write_baseline:
+            n = write(args.write_baseline, result.findings, prune=args.baseline)
+            print(f"Wrote {args.write_baseline}: {n} {'entry' if n == 1 else 'entries'} "
+                  f"still occurring (pruned; new findings are not added).", file=sys.stderr)
+            stale = False
+            notes = []
+    gone = stale
 
     if args.fix and human:
         # The fixer's own lines named what it left of its rule, with the reason; list the rest.

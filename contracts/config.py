@@ -240,6 +240,8 @@ class Config:
     exclude: tuple[str, ...] = ()  # globs/paths not walked, neither as modules nor as importers
     # What one face reads differently from the other: one line each (the face prints them).
     warnings: list[str] = field(default_factory=list)
+    # `strict_baseline = true` in [importlinter]: as `--strict-baseline` on every run with a baseline.
+    strict_baseline: bool = False
 
     @property
     def base(self) -> str:
@@ -284,6 +286,12 @@ def load(path: str) -> Config:
     config = Config(path=raw.path, root_packages=tuple(roots))
     config.warnings = raw.warnings + config_source.contract_type_warnings(raw, type_lines)
     _layout(config, session, err)
+    strict = session.get("strict_baseline")
+    if strict is not None:
+        value = strict.strip().lower() if isinstance(strict, str) else None
+        if value not in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+            raise err("expected true or false.", option="strict_baseline")
+        config.strict_baseline = value in ("true", "yes", "on", "1")
     for section, cid, options in raw.contracts:
         ctype = options.get("type")
         if not ctype or isinstance(ctype, list):

@@ -162,3 +162,122 @@ def test_pre_commit_paths_do_not_report_entries_outside_them_as_gone(tree, capsy
     (root / "pkg/kernels/ops/gemm/fused_a_gemm.py").write_text("X = 1\n")
     code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)
     assert "baseline entry no longer occurs: group-boundary" in out
+
+
+# --------------------------------------------------------------------------- version 2: counts
+
+TWICE = {"pkg/srt/models/m.py": "from pkg.jit_kernel import hicache\n\ndef f():\n    from pkg.jit_kernel import hicache\n"}
+
+
+def test_counts_are_recorded_and_one_more_occurrence_fails(tree, capsys):
+    root = tree(TWICE)
+    _cli(root, "--write-baseline", str(root / "bl.json"), capsys=capsys)
+    data = json.loads((root / "bl.json").read_text())
+    assert data["version"] == 2
+    [entry] = [e for e in data["entries"] if e["rule"] == "removed-module"]
+    assert entry["count"] == 2
+    assert _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)[0] == 0
+    # A third import of the same module by the same importer: a new finding, not covered.
+    path = root / "pkg/srt/models/m.py"
+    path.write_text(path.read_text() + "\ndef g():\n    from pkg.jit_kernel import hicache\n")
+    code, out, _ = _cli(root, "--baseline", str(root / "bl.json"), capsys=capsys)
+    assert code == 1
+    assert [line for line in out.splitlines() if "removed-module" in line and line.startswith("pkg/")] == [
+        "pkg/srt/models/m.py:7:5: removed-module `pkg.jit_kernel.hicache` was removed (lazy import; "
+        "`pkg.jit_kernel` no longer exists) (use `pkg.kernels.ops.kvcache.hicache` instead) [*]"]
+
+
+def test_strict_baseline_fails_when_an_entry_no_longer_occurs_or_occurs_less(tree, capsys):
+    root = tree(TWICE)
+    bl = str(root / "bl.json")
+    _cli(root, "--write-baseline", bl, capsys=capsys)
+    path = root / "pkg/srt/models/m.py"
+    path.write_text("from pkg.jit_kernel import hicache\n")  # one of the two fixed
+    code, out, _ = _cli(root, "--baseline", bl, capsys=capsys)
+    assert code == 0
+    assert "occurs fewer times than counted (1 of 2)" in out
+    code, out, _ = _cli(root, "--baseline", bl, "--strict-baseline", capsys=capsys)
+    assert code == 1
+    assert "fails the run with --strict-baseline" in out
+    path.write_text("from pkg.kernels.ops.kvcache import hicache\n")  # both fixed
+    code, out, _ = _cli(root, "--baseline", bl, "--strict-baseline", capsys=capsys)
+    assert code == 1 and "baseline entry no longer occurs: removed-module" in out
+    assert _cli(root, "--baseline", bl, "--strict-baseline", "--exit-zero", capsys=capsys)[0] == 0
+
+
+def test_strict_baseline_from_the_config(tree, capsys):
+    root = tree(TWICE)
+    config = root / ".importlinter"
+    bl = str(root / "bl.json")
+    _cli(root, "--write-baseline", bl, capsys=capsys)
+    (root / "pkg/srt/models/m.py").write_text("X = 1\n")
+    assert _cli(root, "--baseline", bl, capsys=capsys)[0] == 0
+    config.write_text(config.read_text().replace("[importlinter]\n", "[importlinter]\nstrict_baseline = true\n", 1))
+    assert _cli(root, "--baseline", bl, capsys=capsys)[0] == 1
+    config.write_text(config.read_text().replace("strict_baseline = true", "strict_baseline = maybe"))
+    code, _, err = _cli(root, "--baseline", bl, capsys=capsys)
+    assert code == 2 and "option 'strict_baseline': expected true or false" in err
+
+
+def test_strict_baseline_needs_a_baseline(tree, capsys):
+    root = tree()
+    code, _, err = _cli(root, "--strict-baseline", capsys=capsys)
+    assert code == 2 and "--strict-baseline needs --baseline FILE" in err
+
+
+def test_write_baseline_with_baseline_prunes_and_adds_nothing(tree, capsys):
+    root = tree({**TWICE, "pkg/srt/other.py": "import pkg.jit_kernel.norm\n"})
+    bl = root / "bl.json"
+    _cli(root, "--write-baseline", str(bl), capsys=capsys)
+    data = json.loads(bl.read_text())
+    data["entries"][-1]["reason"] = "kept by hand"
+    bl.write_text(json.dumps(data))
+    (root / "pkg/srt/other.py").write_text("X = 1\n")  # that entry is gone
+    (root / "pkg/srt/models/m.py").write_text("from pkg.jit_kernel import hicache\n")  # 2 -> 1
+    (root / "pkg/srt/new.py").write_text("import pkg.jit_kernel.gone\n")  # new: stays new
+    code, out, err = _cli(root, "--baseline", str(bl), "--write-baseline", str(bl), capsys=capsys)
+    assert code == 1 and "pkg/srt/new.py:1:1: removed-module" in out
+    entries = {(e["rule"], e["importer"], e["imported"]): e for e in json.loads(bl.read_text())["entries"]}
+    assert ("removed-module", "pkg.srt.other", "pkg.jit_kernel.norm") not in entries
+    assert ("removed-module", "pkg.srt.new", "pkg.jit_kernel.gone") not in entries
+    assert "count" not in entries[("removed-module", "pkg.srt.models.m", "pkg.jit_kernel.hicache")]
+    assert "pruned" in err
+    assert _cli(root, "--baseline", str(bl), "--strict-baseline", capsys=capsys)[0] == 1  # only new.py
+    (root / "pkg/srt/new.py").unlink()
+    assert _cli(root, "--baseline", str(bl), "--strict-baseline", capsys=capsys)[0] == 0
+
+
+def test_version_1_files_are_still_read_and_cover_any_number(tree, capsys):
+    root = tree(TWICE)
+    bl = root / "bl.json"
+    bl.write_text(json.dumps({"version": 1, "entries": [
+        {"rule": "removed-module", "importer": "pkg.srt.models.m", "imported": "pkg.jit_kernel.hicache"},
+        {"rule": "group-boundary", "importer": "pkg.kernels.ops.gemm.fused_a_gemm",
+         "imported": "pkg.kernels.ops.kvcache.hicache"}]}))
+    code, out, err = _cli(root, "--baseline", str(bl), capsys=capsys)
+    assert code == 0
+    assert "version 1 baseline" in err and "--write-baseline" in err
+    _cli(root, "--baseline", str(bl), "--write-baseline", str(bl), capsys=capsys)
+    data = json.loads(bl.read_text())
+    assert data["version"] == 2
+    assert {e["imported"]: e.get("count", 1) for e in data["entries"]}["pkg.jit_kernel.hicache"] == 2
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"rule": "l", "importer": "a", "imported": "b", "count": 0}, "'count' must be an integer >= 1"),
+    ({"rule": "l", "importer": "a", "imported": "b", "count": "2"}, "'count' must be an integer >= 1"),
+    ({"rule": "l", "importer": "a", "imported": "b", "count": True}, "'count' must be an integer >= 1"),
+])
+def test_bad_counts_are_usage_errors(tmp_path, entry, message):
+    path = tmp_path / "bl.json"
+    path.write_text(json.dumps({"version": 2, "entries": [entry]}))
+    with pytest.raises(UsageError, match=message):
+        baseline.compare(str(path), [])
+
+
+def test_a_repeated_entry_is_a_usage_error(tmp_path):
+    path = tmp_path / "bl.json"
+    entry = {"rule": "l", "importer": "a", "imported": "b"}
+    path.write_text(json.dumps({"version": 2, "entries": [entry, entry]}))
+    with pytest.raises(UsageError, match="repeats the entry"):
+        baseline.compare(str(path), [])
