@@ -149,7 +149,9 @@ def _lint_imports(argv: list[str]) -> int:
                              f"{config_mod.display_name(cfg.path)}")
     args = list(argv)
     params = {p.name for p in lint_imports_command.params}
-    positional = [a for a in args if not a.startswith("-")]
+    valued = {p for param in lint_imports_command.params if not getattr(param, "is_flag", True)
+              for p in getattr(param, "opts", ())}  # --contract ID, --cache-dir DIR, --config FILE
+    positional = [a for i, a in enumerate(args) if not a.startswith("-") and not (i and args[i - 1] in valued)]
     if given is None and not positional:
         # import-linter 2.4+ takes config files as arguments (and deprecates --config).
         args += [path] if "config_files" in params else ["--config", path]

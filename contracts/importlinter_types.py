@@ -26,12 +26,19 @@ _RUNS: dict[tuple, Result] = {}
 
 
 def _config_path() -> str | None:
-    argv = sys.argv
+    """The file this lint-imports run reads: `--config FILE`, the first config file argument
+    (import-linter 2.4+), else the one it finds in the working directory."""
+    argv = sys.argv[1:]
+    positional = []
     for i, arg in enumerate(argv):
         if arg == "--config" and i + 1 < len(argv):
             return argv[i + 1]
         if arg.startswith("--config="):
             return arg.split("=", 1)[1]
+        if not arg.startswith("-") and not (i and argv[i - 1] in ("--contract", "--cache-dir")):
+            positional.append(arg)
+    if positional:
+        return positional[0]
     # The file lint-imports itself reads without --config (the working directory only).
     return config_mod.config_source.importlinter_choice(os.getcwd())
 

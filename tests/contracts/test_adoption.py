@@ -169,6 +169,14 @@ def test_the_cli_from_the_root_and_from_a_subdirectory(upstream):
     assert f"{root}/test/srt/test_stale.py:2:5: removed-module" in sub.stdout  # outside the cwd: absolute
     sub = run("namespace-lint", "--format", "json", cwd=root / "test")
     assert '"path": "srt/test_stale.py"' in sub.stdout
+    # The lint-imports hook's command, from a subdirectory, on one contract: the user's package
+    # (not the installed decoy `sglang`), and the files outside it.
+    hook = run("namespace-lint", "lint-imports", "--contract", "removed-jit-kernel", cwd=root / "test")
+    assert hook.returncode == 1, hook.stdout + hook.stderr
+    assert "2 findings in" in hook.stdout, hook.stdout
+    assert "-   srt/test_stale.py:2:5: removed-module" in hook.stdout  # relative to the cwd, test/
+    assert f"-   {root}/scripts/ci/deep/run.py:1:1: removed-module" in hook.stdout
+    assert "Contracts: 0 kept, 1 broken." in hook.stdout
     # A named file outside every importer path is still checked; an excluded one is a notice.
     (root / "setup_helper.py").write_text(STALE)
     named = run("namespace-lint", "setup_helper.py", "python/sglang/srt/vendored/old.py", "README.md")
