@@ -33,10 +33,13 @@ def main() -> int:
         return 0
     from sglang.kernels.jit import tolerance
     from sglang.kernels.ops.communication import (
+        TorchCommunicator,
         fused_parallel_qknorm,
         fused_parallel_qknorm_ref,
         get_fused_parallel_qknorm_max_occupancy,
     )
+
+    comm = TorchCommunicator()  # world size 1: a shard's width as a TP rank sees it
 
     atol, rtol = tolerance(DTYPE)
     print(f"\nfused_parallel_qknorm ({DTYPE}, world size 1: the two kernels, no all-reduce)")
@@ -46,20 +49,20 @@ def main() -> int:
     )
     for tp in TP_SIZES:
         q_cols, k_cols = Q_DIM // tp, K_DIM // tp
-        occupancy = get_fused_parallel_qknorm_max_occupancy(q_cols, k_cols, DTYPE)
+        occupancy = get_fused_parallel_qknorm_max_occupancy(DTYPE, tp, Q_DIM, K_DIM)
         for tokens in TOKENS:
             q = torch.randn(tokens, q_cols, device="cuda", dtype=DTYPE)
             k = torch.randn(tokens, k_cols, device="cuda", dtype=DTYPE)
             qw = 1 + 0.1 * torch.randn(q_cols, device="cuda", dtype=DTYPE)
             kw = 1 + 0.1 * torch.randn(k_cols, device="cuda", dtype=DTYPE)
-            torch.testing.assert_close(
-                fused_parallel_qknorm(q, k, qw, kw),
-                fused_parallel_qknorm_ref(q, k, qw, kw),
-                atol=atol,
-                rtol=rtol,
-            )
-            t_triton = _median_ms(fused_parallel_qknorm, q, k, qw, kw)
-            t_ref = _median_ms(fused_parallel_qknorm_ref, q, k, qw, kw)
+            got, want = (q.clone(), k.clone()), (q.clone(), k.clone())
+            fused_parallel_qknorm(comm, *got, qw, kw)
+            fused_parallel_qknorm_ref(comm, *want, qw, kw)
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b, atol=atol, rtol=rtol)
+            # In place: each timed call normalizes the previous output again (same cost).
+            t_triton = _median_ms(fused_parallel_qknorm, comm, q, k, qw, kw)
+            t_ref = _median_ms(fused_parallel_qknorm_ref, comm, q, k, qw, kw)
             label = f"{tokens}x{q_cols}x{k_cols}"
             print(
                 f"{label:>18} {occupancy:>10} {t_triton:>10.4f} {t_ref:>13.4f} "

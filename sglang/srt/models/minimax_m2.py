@@ -2,13 +2,24 @@
 
 MiniMax-M2 applies one RMSNorm to all query heads flattened (`[T, n_heads * head_dim]`) and one
 to all key heads, not a per-head norm. Under tensor parallelism each rank holds a slice of the
-heads, so the norm's sum of squares is all-reduced across the attention TP group; the kernel
-layer does that (`fused_parallel_qknorm`), this module owns the parameters, the process group and
-the shapes. Rotary embedding, the KV cache and the MoE block are left out: this is the call site
-of the norm, kept small and runnable.
+heads, so the norm's sum of squares crosses the attention TP group. As upstream's
+`MiniMaxM2QKRMSNorm` (sglang 0.5.17 `srt/models/minimax_m2.py`), two paths:
+
+- unfused (upstream's `MiniMaxM2RMSNormTP`, the default): per tensor, the fp32 mean of squares
+  is all-reduced and divided by W, then `x * rsqrt(mean + eps) * weight`;
+- fused (`SGLANG_USE_FUSED_PARALLEL_QKNORM=1`, or `use_fused=True`): the kernel layer's
+  `fused_parallel_qknorm(comm, q, k, q_weight, k_weight, eps)`, one exchange for q and k,
+  normalizing q and k in place, with eps on the SUM of squares (upstream's kernel).
+
+Upstream takes the fused path only when W > 1 on CUDA; here the operator also runs at W = 1 and
+through Triton's interpreter, so the flag alone decides (the tests run both paths). Rotary
+embedding, the KV cache and the MoE block are left out: this is the call site of the norm, kept
+small and runnable.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 import torch.distributed as dist
@@ -16,9 +27,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from sglang.kernels.ops.communication.all_reduce import (
+    TorchCommunicator,
     fused_parallel_qknorm,
     get_fused_parallel_qknorm_max_occupancy,
 )
+
+# Upstream's switch for the fused norm (`get_bool_env_var("SGLANG_USE_FUSED_PARALLEL_QKNORM")`).
+_FUSED_ENV = "SGLANG_USE_FUSED_PARALLEL_QKNORM"
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "false").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _tp_rank_and_size(group) -> tuple[int, int]:
@@ -41,9 +60,12 @@ class MiniMaxM2QKNorm(nn.Module):
         eps: float = 1e-6,
         group=None,
         params_dtype: torch.dtype | None = None,
+        use_fused: bool | None = None,
     ) -> None:
         super().__init__()
-        self.tp_rank, self.tp_size = _tp_rank_and_size(group)
+        self.comm = TorchCommunicator.from_group(group)
+        self.tp_rank, self.tp_size = self.comm.rank, self.comm.world_size
+        self.use_fused = _env_flag(_FUSED_ENV) if use_fused is None else bool(use_fused)
         if q_size % self.tp_size or k_size % self.tp_size:
             raise ValueError(
                 f"MiniMaxM2QKNorm: q_size {q_size} and k_size {k_size} must divide by the "
@@ -74,10 +96,23 @@ class MiniMaxM2QKNorm(nn.Module):
 
         A launcher that sizes per-SM work (upstream: the custom all-reduce's push buffer) reads it.
         """
-        return get_fused_parallel_qknorm_max_occupancy(self.q_local, self.k_local, dtype)
+        return get_fused_parallel_qknorm_max_occupancy(dtype, self.tp_size, self.q_size, self.k_size)
+
+    def _rmsnorm_tp(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """Upstream's `MiniMaxM2RMSNormTP.forward`: the mean of squares averaged over the ranks."""
+        x32 = x.to(torch.float32)
+        variance = x32.pow(2).mean(dim=-1, keepdim=True, dtype=torch.float32)
+        if self.tp_size > 1:
+            dist.all_reduce(variance, group=self.group)
+            variance = variance / self.tp_size
+        return (x32 * torch.rsqrt(variance + self.eps) * weight).to(x.dtype)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return fused_parallel_qknorm(q, k, self.q_weight, self.k_weight, self.eps, self.group)
+        """Normed (q, k); the fused path normalizes the given tensors in place and returns them."""
+        if self.use_fused:
+            fused_parallel_qknorm(self.comm, q, k, self.q_weight, self.k_weight, self.eps)
+            return q, k
+        return self._rmsnorm_tp(q, self.q_weight), self._rmsnorm_tp(k, self.k_weight)
 
 
 class MiniMaxM2Attention(nn.Module):
@@ -96,6 +131,7 @@ class MiniMaxM2Attention(nn.Module):
         rms_norm_eps: float = 1e-6,
         group=None,
         params_dtype: torch.dtype | None = None,
+        use_fused_qknorm: bool | None = None,
     ) -> None:
         super().__init__()
         self.tp_rank, self.tp_size = _tp_rank_and_size(group)
@@ -121,7 +157,12 @@ class MiniMaxM2Attention(nn.Module):
         self.v_proj = nn.Linear(hidden_size, kv_local, bias=False, dtype=params_dtype)
         self.o_proj = nn.Linear(q_local, hidden_size, bias=False, dtype=params_dtype)
         self.qk_norm = MiniMaxM2QKNorm(
-            num_heads * head_dim, num_kv_heads * head_dim, rms_norm_eps, group, params_dtype
+            num_heads * head_dim,
+            num_kv_heads * head_dim,
+            rms_norm_eps,
+            group,
+            params_dtype,
+            use_fused=use_fused_qknorm,
         )
 
     def project_qk(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -36,14 +36,21 @@ def _hidden_states(n_tokens, dtype, seed=1):
     return torch.randn(n_tokens, HIDDEN, generator=torch.Generator().manual_seed(seed)).to(dtype)
 
 
-def _torch_attention(h, w):
+def _rmsnorm(x, weight, eps, fused):
+    """Full-width RMSNorm: eps on the mean (upstream's unfused path) or on the sum (its kernel)."""
+    x32 = x.float()
+    if fused:
+        scale = torch.rsqrt((x32.pow(2).sum(-1, keepdim=True) + eps) / x.shape[-1])
+    else:
+        scale = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return (x32 * scale * weight.float()).to(x.dtype)
+
+
+def _torch_attention(h, w, fused=False):
     """The whole block unsharded, in plain torch: projections, full-width RMSNorms, causal GQA."""
 
     def rmsnorm(x, weight):
-        x32 = x.float()
-        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()).to(
-            x.dtype
-        )
+        return _rmsnorm(x, weight, EPS, fused)
 
     n_tokens = h.shape[0]
     q = rmsnorm(h @ w["q_proj"].T, w["q_norm"])
@@ -61,9 +68,10 @@ def _torch_attention(h, w):
     return q, k, attn @ w["o_proj"].T
 
 
-def _build(weights, dtype, rank=0, world_size=1):
+def _build(weights, dtype, rank=0, world_size=1, fused=False):
     """The module for `rank`, loaded with that rank's shards of the full `weights`."""
-    attn = MiniMaxM2Attention(HIDDEN, NUM_HEADS, NUM_KV_HEADS, HEAD_DIM, EPS, params_dtype=dtype)
+    attn = MiniMaxM2Attention(HIDDEN, NUM_HEADS, NUM_KV_HEADS, HEAD_DIM, EPS, params_dtype=dtype,
+                              use_fused_qknorm=fused)
     q_local = NUM_HEADS * HEAD_DIM // world_size
     kv_local = NUM_KV_HEADS * HEAD_DIM // world_size
     rows = {"q_proj": q_local, "k_proj": kv_local, "v_proj": kv_local}
@@ -75,24 +83,48 @@ def _build(weights, dtype, rank=0, world_size=1):
     return attn
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("n_tokens", [1, 7])
-def test_attention_matches_plain_torch(n_tokens, dtype):
+def test_attention_matches_plain_torch(n_tokens, dtype, fused):
     weights = _weights(dtype)
-    attn = _build(weights, dtype)
+    attn = _build(weights, dtype, fused=fused)
+    assert attn.qk_norm.use_fused is fused
     h = _hidden_states(n_tokens, dtype)
     with torch.no_grad():
         q, k = attn.project_qk(h)
         out = attn(h)
-    q_ref, k_ref, out_ref = _torch_attention(h, weights)
+    q_ref, k_ref, out_ref = _torch_attention(h, weights, fused)
     atol, rtol = tolerance(dtype)
     torch.testing.assert_close(q, q_ref, atol=atol, rtol=rtol)
     torch.testing.assert_close(k, k_ref, atol=atol, rtol=rtol)
     torch.testing.assert_close(out, out_ref, atol=atol, rtol=rtol)
 
 
-def test_qk_norm_normalizes_the_full_width():
-    norm = MiniMaxM2QKNorm(48, 16, eps=EPS)
+@pytest.mark.parametrize("fused", [False, True])
+def test_eps_is_forwarded_on_both_paths(fused):
+    # eps 0.5 against rows of mean square ~1: a dropped or defaulted eps moves every output.
+    norm = MiniMaxM2QKNorm(48, 16, eps=0.5, use_fused=fused)
+    q = _hidden_states(3, torch.float32)[:, :48].contiguous()
+    k = _hidden_states(3, torch.float32, seed=2)[:, :16].contiguous()
+    want_q, want_k = _rmsnorm(q, torch.ones(48), 0.5, fused), _rmsnorm(k, torch.ones(16), 0.5, fused)
+    with torch.no_grad():
+        q_out, k_out = norm(q.clone(), k.clone())
+    atol, rtol = tolerance(torch.float32)
+    torch.testing.assert_close(q_out, want_q, atol=atol, rtol=rtol)
+    torch.testing.assert_close(k_out, want_k, atol=atol, rtol=rtol)
+
+
+def test_fused_path_follows_upstreams_environment_switch(monkeypatch):
+    monkeypatch.setenv("SGLANG_USE_FUSED_PARALLEL_QKNORM", "1")
+    assert MiniMaxM2QKNorm(32, 16).use_fused is True
+    monkeypatch.delenv("SGLANG_USE_FUSED_PARALLEL_QKNORM")
+    assert MiniMaxM2QKNorm(32, 16).use_fused is False
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_qk_norm_normalizes_the_full_width(fused):
+    norm = MiniMaxM2QKNorm(48, 16, eps=EPS, use_fused=fused)
     q, k = (
         _hidden_states(3, torch.float32)[:, :48],
         _hidden_states(3, torch.float32, seed=2)[:, :16],
@@ -108,7 +140,7 @@ def test_qk_norm_normalizes_the_full_width():
 
 def test_max_occupancy_is_the_kernel_layers_answer():
     norm = MiniMaxM2QKNorm(NUM_HEADS * HEAD_DIM, NUM_KV_HEADS * HEAD_DIM)
-    expected = get_fused_parallel_qknorm_max_occupancy(64, 32, torch.bfloat16)
+    expected = get_fused_parallel_qknorm_max_occupancy(torch.bfloat16, 1, 64, 32)
     assert norm.max_occupancy(torch.bfloat16) == expected >= 1
 
 
@@ -124,20 +156,22 @@ def _tp_attention_rank(rank, world_size, payload):
     """Runs on each rank (see `tp_spawn`): this rank's heads, summed by o_proj's all-reduce."""
     weights = {name: torch.from_numpy(array) for name, array in payload["weights"].items()}
     h = torch.from_numpy(payload["hidden_states"])
-    attn = _build(weights, torch.float32, rank, world_size)
+    attn = _build(weights, torch.float32, rank, world_size, fused=payload["fused"])
     with torch.no_grad():
         q, k = attn.project_qk(h)
         out = attn(h)
     return {"q": q.numpy(), "k": k.numpy(), "out": out.numpy()}
 
 
-def test_two_ranks_over_gloo_match_the_unsharded_block():
+@pytest.mark.parametrize("fused", [False, True])
+def test_two_ranks_over_gloo_match_the_unsharded_block(fused):
     world_size = 2
     weights, h = _weights(torch.float32), _hidden_states(5, torch.float32)
-    payload = {"weights": {n: t.numpy() for n, t in weights.items()}, "hidden_states": h.numpy()}
+    payload = {"weights": {n: t.numpy() for n, t in weights.items()}, "hidden_states": h.numpy(),
+               "fused": fused}
     ranks = run_tp(world_size, f"{__name__}:_tp_attention_rank", payload, timeout_s=60)
 
-    q_ref, k_ref, out_ref = _torch_attention(h, weights)
+    q_ref, k_ref, out_ref = _torch_attention(h, weights, fused)
     atol, rtol = tolerance(torch.float32)
     q_local, k_local = q_ref.shape[1] // world_size, k_ref.shape[1] // world_size
     for rank, rank_result in enumerate(ranks):

@@ -1,25 +1,36 @@
-"""Q/K RMSNorm over the full hidden dim when q and k are sharded across tensor-parallel ranks.
+"""The custom all-reduce's operators: `fused_parallel_qknorm` (a sharded Q/K RMSNorm whose sum of
+squares crosses the tensor-parallel ranks) and `custom_all_reduce`, with upstream's API.
 
-MiniMax-M2 normalizes the flattened q (all heads, `D_q = n_heads * head_dim`) and k with one
-RMSNorm each, but under tensor parallelism every rank holds only `D_q / W` columns. The norm needs
-the sum of squares of the whole row, so each rank
+Upstream's contract (sglang 0.5.17 `kernels/ops/communication/all_reduce.py` and
+`jit/csrc/distributed/tp_qknorm.cuh`): `fused_parallel_qknorm(comm, q, k, q_weight, k_weight,
+eps=1e-6) -> None` normalizes this rank's shards q [T, D_q / W] and k [T, D_k / W] IN PLACE over
+the full rows. Each rank adds eps / W to its local sums of squares, the ranks exchange them (one
+push of 2 floats per token through the communicator's IPC buffers), and
 
-    1. computes its local per-row sums   sumsq[t] = (sum_j q[t, j]^2, sum_j k[t, j]^2)   (kernel 1)
-    2. all-reduces `sumsq` ([T, 2] fp32, one collective for q and k) over the TP group
-    3. normalizes its shard              q_out = q * rsqrt(sumsq_q / D_q + eps) * q_weight_shard
-                                         k_out = k * rsqrt(sumsq_k / D_k + eps) * k_weight_shard
-                                                                                        (kernel 2)
+    q <- float(q) * rsqrt((sum_all_ranks q^2 + eps) / D_q) * float(q_weight)   (cast to q's dtype)
 
-with `D = local_dim * world_size` (every rank holds an equal shard). Only `2 * T` floats cross the
-interconnect instead of the `T * (D_q + D_k)` an all-gather of q and k would move. Arithmetic is in
-fp32, the weight is applied in fp32 and the result rounded once (sglang's `RMSNorm` convention).
+and k alike; D = local width * W. Note the eps: it is added to the SUM (eps / D on the mean),
+where upstream's unfused `MiniMaxM2RMSNormTP` adds it to the mean; this operator keeps the
+fused kernel's semantics. `get_fused_parallel_qknorm_max_occupancy(dtype, world_size, q_dim,
+k_dim)` (full dims) is how many token rows one SM keeps resident, which upstream's MiniMax-M2
+uses to size the all-reduce push buffer. `custom_all_reduce(comm, input, algo, pull_arg)` returns
+the sum of `input` over the ranks.
 
-With `group=None` and `torch.distributed` not initialized the world size is 1 and no collective
-runs. All ranks must call with the same number of tokens: the collective is skipped only when
-`T == 0`, which then holds on every rank.
+Differs from upstream: upstream's `Communicator` is a tvm-ffi object over CUDA IPC symmetric
+memory, which this repository does not have. Here `comm` is anything with `world_size` (and
+optionally `group`, a `torch.distributed` process group, and `rank`), e.g. `TorchCommunicator`;
+the exchange is one `torch.distributed.all_reduce` of a [T, 2] fp32 tensor (2 T floats, as
+upstream pushes), between two Triton kernels (local sums; normalize in place). With world size 1
+no collective runs. `custom_all_reduce` likewise is `torch.distributed.all_reduce` on a copy;
+`algo` is validated (an `AllReduceAlgo`) and `pull_arg` accepted, both otherwise unused (they
+pick upstream's IPC schedule). Any strides are taken (upstream: last dim contiguous).
 """
 
 from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Union
 
 import torch
 import torch.distributed as dist
@@ -45,102 +56,149 @@ _BASE_REGISTERS_PER_THREAD = 32
 
 @triton.jit
 def _fused_parallel_qknorm_sumsq_kernel(
-    sumsq_ptr,  # [n_rows, 2] fp32, contiguous: (sum q^2, sum k^2) of this rank's shard
-    q_ptr,  # [n_rows, q_cols], fp32/fp16/bf16, last dim contiguous
-    q_row_stride,  # elements between rows of q
-    k_ptr,  # [n_rows, k_cols], q's dtype, last dim contiguous
-    k_row_stride,  # elements between rows of k
+    sumsq_ptr,  # [n_rows, 2] fp32, contiguous: (sum q^2, sum k^2) of this rank's shard + eps / W
+    q_ptr,  # [n_rows, q_cols], fp32/fp16/bf16
+    q_row_stride,
+    q_col_stride,
+    k_ptr,  # [n_rows, k_cols], q's dtype
+    k_row_stride,
+    k_col_stride,
     q_cols,  # local q width (D_q / world_size)
     k_cols,  # local k width (D_k / world_size)
+    eps_share,  # eps / world_size: the ranks' shares add up to eps
     BLOCK_Q: tl.constexpr,  # next power of two >= q_cols
     BLOCK_K: tl.constexpr,  # next power of two >= k_cols
 ):
-    pid = tl.program_id(0)
-    q_offsets = tl.arange(0, BLOCK_Q)
-    q_mask = q_offsets < q_cols
-    k_offsets = tl.arange(0, BLOCK_K)
-    k_mask = k_offsets < k_cols
-
-    q = tl.load(q_ptr + pid * q_row_stride + q_offsets, mask=q_mask, other=0.0).to(tl.float32)
-    k = tl.load(k_ptr + pid * k_row_stride + k_offsets, mask=k_mask, other=0.0).to(tl.float32)
-    tl.store(sumsq_ptr + pid * 2, tl.sum(q * q, axis=0))
-    tl.store(sumsq_ptr + pid * 2 + 1, tl.sum(k * k, axis=0))
+    pid = tl.program_id(0).to(tl.int64)
+    q_offsets = tl.arange(0, BLOCK_Q).to(tl.int64)
+    k_offsets = tl.arange(0, BLOCK_K).to(tl.int64)
+    q = tl.load(q_ptr + pid * q_row_stride + q_offsets * q_col_stride, mask=q_offsets < q_cols,
+                other=0.0).to(tl.float32)
+    k = tl.load(k_ptr + pid * k_row_stride + k_offsets * k_col_stride, mask=k_offsets < k_cols,
+                other=0.0).to(tl.float32)
+    tl.store(sumsq_ptr + pid * 2, tl.sum(q * q, axis=0) + eps_share)
+    tl.store(sumsq_ptr + pid * 2 + 1, tl.sum(k * k, axis=0) + eps_share)
 
 
 @triton.jit
 def _fused_parallel_qknorm_apply_kernel(
-    q_out_ptr,  # [n_rows, q_cols], q's dtype, contiguous
-    k_out_ptr,  # [n_rows, k_cols], q's dtype, contiguous
-    q_ptr,  # [n_rows, q_cols], fp32/fp16/bf16, last dim contiguous
-    q_row_stride,  # elements between rows of q
-    k_ptr,  # [n_rows, k_cols], q's dtype, last dim contiguous
-    k_row_stride,  # elements between rows of k
-    q_w_ptr,  # [q_cols] this rank's shard of the q norm weight, fp32/fp16/bf16
-    k_w_ptr,  # [k_cols] this rank's shard of the k norm weight, fp32/fp16/bf16
-    sumsq_ptr,  # [n_rows, 2] fp32, contiguous: all-reduced (sum q^2, sum k^2) of the full rows
-    q_cols,  # local q width
-    k_cols,  # local k width
+    q_ptr,  # [n_rows, q_cols], fp32/fp16/bf16, normalized in place
+    q_row_stride,
+    q_col_stride,
+    k_ptr,  # [n_rows, k_cols], q's dtype, normalized in place
+    k_row_stride,
+    k_col_stride,
+    q_w_ptr,  # [q_cols] this rank's shard of the q norm weight, q's dtype
+    q_w_stride,
+    k_w_ptr,  # [k_cols] this rank's shard of the k norm weight, q's dtype
+    k_w_stride,
+    sumsq_ptr,  # [n_rows, 2] fp32, contiguous: all-reduced (sum q^2 + eps, sum k^2 + eps)
+    q_cols,
+    k_cols,
     q_full_dim,  # D_q = q_cols * world_size
     k_full_dim,  # D_k = k_cols * world_size
-    eps,  # fp32 variance epsilon
-    BLOCK_Q: tl.constexpr,  # next power of two >= q_cols
-    BLOCK_K: tl.constexpr,  # next power of two >= k_cols
+    BLOCK_Q: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    q_offsets = tl.arange(0, BLOCK_Q)
+    pid = tl.program_id(0).to(tl.int64)
+    q_offsets = tl.arange(0, BLOCK_Q).to(tl.int64)
     q_mask = q_offsets < q_cols
-    k_offsets = tl.arange(0, BLOCK_K)
+    k_offsets = tl.arange(0, BLOCK_K).to(tl.int64)
     k_mask = k_offsets < k_cols
+    q_scale = tl.rsqrt(tl.load(sumsq_ptr + pid * 2) / q_full_dim)
+    k_scale = tl.rsqrt(tl.load(sumsq_ptr + pid * 2 + 1) / k_full_dim)
 
-    q_rstd = tl.rsqrt(tl.load(sumsq_ptr + pid * 2) / q_full_dim + eps)
-    k_rstd = tl.rsqrt(tl.load(sumsq_ptr + pid * 2 + 1) / k_full_dim + eps)
+    q_addr = q_ptr + pid * q_row_stride + q_offsets * q_col_stride
+    q = tl.load(q_addr, mask=q_mask, other=0.0).to(tl.float32)
+    q_w = tl.load(q_w_ptr + q_offsets * q_w_stride, mask=q_mask, other=0.0).to(tl.float32)
+    tl.store(q_addr, (q * q_scale * q_w).to(q_ptr.dtype.element_ty), mask=q_mask)
 
-    q = tl.load(q_ptr + pid * q_row_stride + q_offsets, mask=q_mask, other=0.0).to(tl.float32)
-    q_w = tl.load(q_w_ptr + q_offsets, mask=q_mask, other=0.0).to(tl.float32)
-    q_out = (q * q_rstd * q_w).to(q_out_ptr.dtype.element_ty)
-    tl.store(q_out_ptr + pid * q_cols + q_offsets, q_out, mask=q_mask)
-
-    k = tl.load(k_ptr + pid * k_row_stride + k_offsets, mask=k_mask, other=0.0).to(tl.float32)
-    k_w = tl.load(k_w_ptr + k_offsets, mask=k_mask, other=0.0).to(tl.float32)
-    k_out = (k * k_rstd * k_w).to(k_out_ptr.dtype.element_ty)
-    tl.store(k_out_ptr + pid * k_cols + k_offsets, k_out, mask=k_mask)
-
+    k_addr = k_ptr + pid * k_row_stride + k_offsets * k_col_stride
+    k = tl.load(k_addr, mask=k_mask, other=0.0).to(tl.float32)
+    k_w = tl.load(k_w_ptr + k_offsets * k_w_stride, mask=k_mask, other=0.0).to(tl.float32)
+    tl.store(k_addr, (k * k_scale * k_w).to(k_ptr.dtype.element_ty), mask=k_mask)
 
 
-def _world_size(group) -> int:
-    if not dist.is_available() or not dist.is_initialized():
-        if group is not None:
-            raise ValueError(
-                "fused_parallel_qknorm: group was given but torch.distributed is not initialized"
-            )
-        return 1
-    return dist.get_world_size(group)
+class AllReduceAlgo(enum.Enum):
+    ONE_SHOT_PUSH = enum.auto()
+    ONE_SHOT_PULL = enum.auto()
+    TWO_SHOT_PULL = enum.auto()
+
+    def is_push(self) -> bool:
+        return self == AllReduceAlgo.ONE_SHOT_PUSH
+
+    @property
+    def algo_name(self) -> str:
+        return _ALGO_NAMES[self]
+
+
+_ALGO_NAMES = {
+    AllReduceAlgo.ONE_SHOT_PUSH: "1shot_push",
+    AllReduceAlgo.ONE_SHOT_PULL: "1shot_pull",
+    AllReduceAlgo.TWO_SHOT_PULL: "2shot_pull",
+}
+
+# `pull_arg` of upstream's all-reduce kernel: a graph-params pointer-table row, or a bool.
+PullArg = Union[torch.Tensor, bool]
+
+
+@dataclass(frozen=True)
+class TorchCommunicator:
+    """The `comm` of these operators over `torch.distributed`: (rank, world size, process group).
+
+    `TorchCommunicator.from_group(group)` reads both from an initialized group (None: the
+    default group), or gives rank 0 of 1 when `torch.distributed` is not initialized.
+    """
+
+    rank: int = 0
+    world_size: int = 1
+    group: Any = None
+
+    @classmethod
+    def from_group(cls, group=None) -> "TorchCommunicator":
+        if not dist.is_available() or not dist.is_initialized():
+            if group is not None:
+                raise ValueError("TorchCommunicator: group was given but torch.distributed is "
+                                 "not initialized")
+            return cls()
+        return cls(dist.get_rank(group), dist.get_world_size(group), group)
+
+
+def _comm_world(op: str, comm) -> tuple[int, Any]:
+    world_size = getattr(comm, "world_size", None)
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"{op}: comm must have a positive int `world_size` (e.g. a "
+                         f"`TorchCommunicator`), got {type(comm).__name__} with {world_size!r}")
+    group = getattr(comm, "group", None)
+    if world_size > 1 and (not dist.is_available() or not dist.is_initialized()):
+        raise ValueError(f"{op}: comm has world_size {world_size} but torch.distributed is not "
+                         "initialized")
+    return world_size, group
 
 
 def get_fused_parallel_qknorm_max_occupancy(
-    hidden_q: int, hidden_k: int, dtype: torch.dtype
+    dtype: torch.dtype, world_size: int, q_dim: int, k_dim: int
 ) -> int:
     """How many programs (one token row each) of the apply kernel one SM keeps resident.
 
-    `hidden_q` and `hidden_k` are the per-rank row widths the kernel sees. The model: a program
-    has `row_num_warps(max block)` warps and holds, spread over its threads, every element of its q
+    `q_dim` / `k_dim` are the FULL widths (as upstream passes them); each rank's kernel sees
+    `q_dim / world_size` and `k_dim / world_size`. The model: a program has
+    `row_num_warps(max block)` warps and holds, spread over its threads, every element of its q
     and k row blocks as an fp32 value and an fp32 weight plus the raw loaded bits of both
     (`dtype.itemsize / 4` registers each), on top of `_BASE_REGISTERS_PER_THREAD`. The answer is
     the tightest of the register file, the thread and the block limits of one SM, at least 1.
     It depends only on its arguments (no device query), and never grows with either width.
     """
-    for name, value in (("hidden_q", hidden_q), ("hidden_k", hidden_k)):
+    op = "get_fused_parallel_qknorm_max_occupancy"
+    for name, value in (("world_size", world_size), ("q_dim", q_dim), ("k_dim", k_dim)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(
-                f"get_fused_parallel_qknorm_max_occupancy: {name} must be a positive int, "
-                f"got {value!r}"
-            )
+            raise ValueError(f"{op}: {name} must be a positive int, got {value!r}")
+    for name, value in (("q_dim", q_dim), ("k_dim", k_dim)):
+        if value % world_size:
+            raise ValueError(f"{op}: {name} {value} must divide by world_size {world_size}")
     if dtype not in _SUPPORTED_DTYPES:
-        raise ValueError(
-            "get_fused_parallel_qknorm_max_occupancy: dtype must be fp32, fp16 or bf16, "
-            f"got {dtype}"
-        )
-    block_q, block_k = next_power_of_2(hidden_q), next_power_of_2(hidden_k)
+        raise ValueError(f"{op}: dtype must be fp32, fp16 or bf16, got {dtype}")
+    block_q, block_k = next_power_of_2(q_dim // world_size), next_power_of_2(k_dim // world_size)
     threads = row_num_warps(max(block_q, block_k)) * _THREADS_PER_WARP
     # Per element: its fp32 value and fp32 weight (2 registers) plus the raw loaded bits of both
     # (itemsize / 4 registers each), counted in quarter registers to stay in integers.
@@ -152,35 +210,82 @@ def get_fused_parallel_qknorm_max_occupancy(
     return max(1, min(_MAX_PROGRAMS_PER_SM, by_registers, by_threads))
 
 
+def _sumsq_torch(q, k, eps_share):
+    q32, k32 = q.to(torch.float32), k.to(torch.float32)
+    return torch.stack([q32.pow(2).sum(-1), k32.pow(2).sum(-1)], dim=-1) + eps_share
+
+
+def _apply_torch(q, k, q_weight, k_weight, sumsq, world_size):
+    q_scale = torch.rsqrt(sumsq[:, 0:1] / (q.shape[-1] * world_size))
+    k_scale = torch.rsqrt(sumsq[:, 1:2] / (k.shape[-1] * world_size))
+    q.copy_((q.to(torch.float32) * q_scale * q_weight.to(torch.float32)).to(q.dtype))
+    k.copy_((k.to(torch.float32) * k_scale * k_weight.to(torch.float32)).to(k.dtype))
+
+
 def fused_parallel_qknorm_ref(
+    comm,
     q: torch.Tensor,
     k: torch.Tensor,
     q_weight: torch.Tensor,
     k_weight: torch.Tensor,
     eps: float = 1e-6,
-    group=None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pure-torch reference, the same math (and the same all_reduce when world size > 1)."""
-    world_size = _world_size(group)
-    q32, k32 = q.to(torch.float32), k.to(torch.float32)
-    sumsq = torch.stack([q32.pow(2).sum(-1), k32.pow(2).sum(-1)], dim=-1)
+) -> None:
+    """Pure-torch reference: the same math and collective, q and k normalized in place."""
+    world_size, group = _comm_world("fused_parallel_qknorm_ref", comm)
+    sumsq = _sumsq_torch(q, k, eps / world_size)
     if world_size > 1:
         dist.all_reduce(sumsq, group=group)
-    q_rstd = torch.rsqrt(sumsq[:, 0:1] / (q.shape[-1] * world_size) + eps)
-    k_rstd = torch.rsqrt(sumsq[:, 1:2] / (k.shape[-1] * world_size) + eps)
-    q_out = (q32 * q_rstd * q_weight.to(torch.float32)).to(q.dtype)
-    k_out = (k32 * k_rstd * k_weight.to(torch.float32)).to(k.dtype)
-    return q_out, k_out
+    _apply_torch(q, k, q_weight, k_weight, sumsq, world_size)
 
 
-def _validate(
-    q: torch.Tensor, k: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, eps: float
+@torch.library.custom_op("sglang::fused_parallel_qknorm_sumsq", mutates_args=("sumsq",))
+def _sumsq_op(q: torch.Tensor, k: torch.Tensor, sumsq: torch.Tensor, eps_share: float) -> None:
+    if not use_triton(q, k, sumsq) or max(q.shape[1], k.shape[1]) > MAX_FUSED_SIZE:
+        sumsq.copy_(_sumsq_torch(q, k, eps_share))  # rows wider than one fused block
+        return
+    block_q, block_k = next_power_of_2(q.shape[1]), next_power_of_2(k.shape[1])
+    _fused_parallel_qknorm_sumsq_kernel[(q.shape[0],)](
+        sumsq, q, *q.stride(), k, *k.stride(), q.shape[1], k.shape[1], eps_share,
+        BLOCK_Q=block_q, BLOCK_K=block_k, num_warps=row_num_warps(max(block_q, block_k)),
+    )
+
+
+@_sumsq_op.register_fake
+def _(q, k, sumsq, eps_share) -> None:
+    return None
+
+
+@torch.library.custom_op("sglang::fused_parallel_qknorm", mutates_args=("q", "k"))
+def _apply_op(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_weight: torch.Tensor,
+    k_weight: torch.Tensor,
+    sumsq: torch.Tensor,
+    world_size: int,
 ) -> None:
+    if not use_triton(q, k, q_weight, k_weight, sumsq) or max(q.shape[1], k.shape[1]) > MAX_FUSED_SIZE:
+        _apply_torch(q, k, q_weight, k_weight, sumsq, world_size)
+        return
+    block_q, block_k = next_power_of_2(q.shape[1]), next_power_of_2(k.shape[1])
+    _fused_parallel_qknorm_apply_kernel[(q.shape[0],)](
+        q, *q.stride(), k, *k.stride(), q_weight, q_weight.stride(0), k_weight, k_weight.stride(0),
+        sumsq, q.shape[1], k.shape[1], q.shape[1] * world_size, k.shape[1] * world_size,
+        BLOCK_Q=block_q, BLOCK_K=block_k, num_warps=row_num_warps(max(block_q, block_k)),
+    )
+
+
+@_apply_op.register_fake
+def _(q, k, q_weight, k_weight, sumsq, world_size) -> None:
+    return None
+
+
+def _validate(q, k, q_weight, k_weight, eps) -> None:
     for name, t in (("q", q), ("k", k)):
-        if t.dim() != 2 or t.shape[1] == 0:
+        if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.shape[1] == 0:
             raise ValueError(
                 f"fused_parallel_qknorm: {name} must be 2-D [T, local_dim] with local_dim > 0, "
-                f"got {tuple(t.shape)}"
+                f"got {tuple(getattr(t, 'shape', ()))}"
             )
     if k.shape[0] != q.shape[0]:
         raise ValueError(
@@ -195,92 +300,58 @@ def _validate(
             raise ValueError(
                 f"fused_parallel_qknorm: {name} must have shape ({cols},), got {tuple(w.shape)}"
             )
-        if w.dtype not in _SUPPORTED_DTYPES:
+        if w.dtype != q.dtype:
             raise ValueError(
-                f"fused_parallel_qknorm: {name} must be fp32, fp16 or bf16, got {w.dtype}"
+                f"fused_parallel_qknorm: {name} must have q's dtype {q.dtype}, got {w.dtype}"
             )
     for name, t in (("k", k), ("q_weight", q_weight), ("k_weight", k_weight)):
         if t.device != q.device:
             raise ValueError(
                 f"fused_parallel_qknorm: {name} must be on {q.device} like q, got {t.device}"
             )
-    if not eps >= 0.0:
-        raise ValueError(f"fused_parallel_qknorm: eps must be a non-negative float, got {eps!r}")
+    if not eps > 0.0:
+        # Upstream's ranks wait for a non-zero sum: eps > 0 is what makes it non-zero.
+        raise ValueError(f"fused_parallel_qknorm: eps must be a positive float, got {eps!r}")
 
 
 def fused_parallel_qknorm(
+    comm,
     q: torch.Tensor,
     k: torch.Tensor,
     q_weight: torch.Tensor,
     k_weight: torch.Tensor,
     eps: float = 1e-6,
-    group=None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """RMSNorm of this rank's q `[T, D_q / W]` and k `[T, D_k / W]` shards over the full rows.
+) -> None:
+    """RMSNorm of this rank's q [T, D_q / W] and k [T, D_k / W] shards over the full rows, in place.
 
-    `q_weight` / `k_weight` are this rank's shards (`[D_q / W]`, `[D_k / W]`); `group` is the
-    tensor-parallel process group (None: the default group, or world size 1 when
-    `torch.distributed` is not initialized). Returns new `(q_out, k_out)` of q's dtype.
+    `comm.world_size` is W (`comm.group` the process group); all ranks call with the same T.
     """
     _validate(q, k, q_weight, k_weight, eps)
-    world_size = _world_size(group)
-    n_rows, q_cols = q.shape
-    k_cols = k.shape[1]
-    if n_rows == 0:
-        return torch.empty_like(q), torch.empty_like(k)
-    if not use_triton(q, k, q_weight, k_weight) or max(q_cols, k_cols) > MAX_FUSED_SIZE:
-        # Rows wider than one fused block do not fit the one-program-per-row kernels.
-        return fused_parallel_qknorm_ref(q, k, q_weight, k_weight, eps, group)
-
-    if q.stride(-1) != 1:
-        q = q.contiguous()
-    if k.stride(-1) != 1:
-        k = k.contiguous()
-    q_weight, k_weight = q_weight.contiguous(), k_weight.contiguous()
-    block_q, block_k = next_power_of_2(q_cols), next_power_of_2(k_cols)
-    num_warps = row_num_warps(max(block_q, block_k))
-
-    sumsq = torch.empty((n_rows, 2), dtype=torch.float32, device=q.device)
-    _fused_parallel_qknorm_sumsq_kernel[(n_rows,)](
-        sumsq,
-        q,
-        q.stride(0),
-        k,
-        k.stride(0),
-        q_cols,
-        k_cols,
-        BLOCK_Q=block_q,
-        BLOCK_K=block_k,
-        num_warps=num_warps,
-    )
+    world_size, group = _comm_world("fused_parallel_qknorm", comm)
+    if q.shape[0] == 0:
+        return  # T == 0 on every rank, so every rank skips the collective
+    sumsq = torch.empty((q.shape[0], 2), dtype=torch.float32, device=q.device)
+    _sumsq_op(q, k, sumsq, float(eps) / world_size)
     if world_size > 1:
         dist.all_reduce(sumsq, group=group)
+    _apply_op(q, k, q_weight, k_weight, sumsq, world_size)
 
-    q_out = torch.empty((n_rows, q_cols), dtype=q.dtype, device=q.device)
-    k_out = torch.empty((n_rows, k_cols), dtype=q.dtype, device=q.device)
-    _fused_parallel_qknorm_apply_kernel[(n_rows,)](
-        q_out,
-        k_out,
-        q,
-        q.stride(0),
-        k,
-        k.stride(0),
-        q_weight,
-        k_weight,
-        sumsq,
-        q_cols,
-        k_cols,
-        q_cols * world_size,
-        k_cols * world_size,
-        float(eps),
-        BLOCK_Q=block_q,
-        BLOCK_K=block_k,
-        num_warps=num_warps,
-    )
-    return q_out, k_out
+
+def custom_all_reduce(comm, input: torch.Tensor, algo: AllReduceAlgo, pull_arg: PullArg):
+    """The sum of `input` over `comm`'s ranks, as a new tensor (`input` is left as it is)."""
+    if not isinstance(algo, AllReduceAlgo):
+        raise ValueError(f"custom_all_reduce: algo must be an AllReduceAlgo, got {algo!r}")
+    world_size, group = _comm_world("custom_all_reduce", comm)
+    out = input.clone()
+    if world_size > 1:
+        dist.all_reduce(out, group=group)
+    return out
 
 
 __all__ = [
+    "AllReduceAlgo",
+    "TorchCommunicator",
+    "custom_all_reduce",
     "fused_parallel_qknorm",
     "fused_parallel_qknorm_ref",
     "get_fused_parallel_qknorm_max_occupancy",

@@ -11,13 +11,17 @@ import pytest
 import torch
 
 from sglang.kernels import registry
-from sglang.kernels.jit import tolerance, use_triton
+from sglang.kernels.jit import assert_close_rounded, use_triton
 from sglang.kernels.ops.communication.all_reduce import (
+    AllReduceAlgo,
+    TorchCommunicator,
+    custom_all_reduce,
     fused_parallel_qknorm,
     fused_parallel_qknorm_ref,
     get_fused_parallel_qknorm_max_occupancy,
 )
 from tests.kernels.ops.communication.tp_spawn import run_tp
+from tests.kernels.spy import spy_launches
 
 all_reduce_module = importlib.import_module("sglang.kernels.ops.communication.all_reduce")
 
@@ -33,84 +37,104 @@ def _inputs(n_rows, q_cols, k_cols, dtype, seed=0):
     return q, k, q_weight, k_weight
 
 
-def _full_rmsnorm(x, weight, eps):
-    """The unsharded norm, written out: fp32 math, weight in fp32, one rounding."""
-    x32 = x.float()
-    rms = torch.sqrt((x32 * x32).sum(-1, keepdim=True) / x.shape[-1] + eps)
-    return (x32 / rms * weight.float()).to(x.dtype)
+def _full_norm32(x, weight, eps):
+    """The unsharded norm as upstream's fused kernel defines it, in fp32 before the final cast:
+    x * rsqrt((sum x^2 + eps) / D) * w (eps on the sum, not on the mean)."""
+    x32 = x.double()
+    scale = torch.rsqrt(((x32 * x32).sum(-1, keepdim=True) + eps) / x.shape[-1])
+    return (x32 * scale * weight.double()).float()
 
 
-def _spy_launches(monkeypatch, module, *kernel_names):
-    """Replace each `module.<kernel_name>` by a proxy that records (name, grid) and launches."""
-    launches = []
-    for name in kernel_names:
-        kernel = getattr(module, name)
-
-        class _Spy:
-            def __getitem__(self, grid, _kernel=kernel, _name=name):
-                launches.append((_name, grid))
-                return _kernel[grid]
-
-        monkeypatch.setattr(module, name, _Spy())
-    return launches
+def _run(q, k, qw, kw, eps=1e-6, fn=fused_parallel_qknorm):
+    q, k = q.clone(), k.clone()
+    assert fn(TorchCommunicator(), q, k, qw, kw, eps) is None  # in place, as upstream
+    return q, k
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "n_rows, q_cols, k_cols", [(1, 1, 1), (1, 64, 8), (5, 96, 40), (33, 256, 64)]
 )
-def test_world_size_one_matches_reference_and_full_norm(n_rows, q_cols, k_cols, dtype):
+def test_world_size_one_normalizes_in_place(n_rows, q_cols, k_cols, dtype):
     q, k, q_weight, k_weight = _inputs(n_rows, q_cols, k_cols, dtype)
-    atol, rtol = tolerance(dtype)
-    q_out, k_out = fused_parallel_qknorm(q, k, q_weight, k_weight, eps=1e-5)
-    q_ref, k_ref = fused_parallel_qknorm_ref(q, k, q_weight, k_weight, eps=1e-5)
-    assert q_out.shape == q.shape and k_out.shape == k.shape and q_out.dtype == dtype
-    torch.testing.assert_close(q_out, q_ref, atol=atol, rtol=rtol)
-    torch.testing.assert_close(k_out, k_ref, atol=atol, rtol=rtol)
-    torch.testing.assert_close(q_ref, _full_rmsnorm(q, q_weight, 1e-5), atol=atol, rtol=rtol)
-    torch.testing.assert_close(k_ref, _full_rmsnorm(k, k_weight, 1e-5), atol=atol, rtol=rtol)
+    q_out, k_out = _run(q, k, q_weight, k_weight, eps=1e-5)
+    assert_close_rounded(q_out, _full_norm32(q, q_weight, 1e-5))
+    assert_close_rounded(k_out, _full_norm32(k, k_weight, 1e-5))
+    q_ref, k_ref = _run(q, k, q_weight, k_weight, eps=1e-5, fn=fused_parallel_qknorm_ref)
+    assert_close_rounded(q_ref, _full_norm32(q, q_weight, 1e-5))
 
 
-def test_strided_views_of_a_packed_qkv():
-    q, k, q_weight, k_weight = _inputs(6, 64, 32, torch.bfloat16)
-    qkv = torch.cat([q, k, torch.randn(6, 32).to(torch.bfloat16)], dim=1)
-    q_view, k_view = qkv[:, :64], qkv[:, 64:96]  # row stride 128
-    q_out, k_out = fused_parallel_qknorm(q_view, k_view, q_weight, k_weight)
-    atol, rtol = tolerance(torch.bfloat16)
-    torch.testing.assert_close(q_out, _full_rmsnorm(q, q_weight, 1e-6), atol=atol, rtol=rtol)
-    torch.testing.assert_close(k_out, _full_rmsnorm(k, k_weight, 1e-6), atol=atol, rtol=rtol)
+def test_eps_is_added_to_the_sum_of_squares():
+    # A row of tiny values: eps on the sum (upstream's kernel) and eps on the mean differ 64x.
+    q = torch.full((1, 64), 1e-4)
+    k = torch.full((1, 8), 1e-4)
+    q_out, _ = _run(q, k, torch.ones(64), torch.ones(8), eps=1e-6)
+    on_sum = 1e-4 / ((64 * 1e-8 + 1e-6) / 64) ** 0.5
+    assert q_out[0, 0].item() == pytest.approx(on_sum, rel=1e-5)
+
+
+def test_all_zero_rows_stay_zero():
+    q, k, qw, kw = _inputs(3, 32, 16, torch.bfloat16)
+    q[1] = 0
+    k[2] = 0
+    q_out, k_out = _run(q, k, qw, kw)
+    assert torch.equal(q_out[1], torch.zeros(32, dtype=torch.bfloat16))
+    assert torch.equal(k_out[2], torch.zeros(16, dtype=torch.bfloat16))
+    assert torch.isfinite(q_out.float()).all()
+
+
+def test_every_tensor_strided_differently():
+    # q and k views of a packed qkv (row stride 160) with a column step each, weights strided.
+    q, k, q_weight, k_weight = _inputs(6, 32, 16, torch.float16)
+    qkv = torch.zeros(6, 160, dtype=torch.float16)
+    q_view, k_view = qkv[:, 0:64:2], qkv[:, 64:112:3]
+    q_view.copy_(q)
+    k_view.copy_(k)
+    qw = torch.zeros(96, dtype=torch.float16)[::3]
+    qw.copy_(q_weight)
+    kw = torch.zeros(64, dtype=torch.float16)[::4]
+    kw.copy_(k_weight)
+    fused_parallel_qknorm(TorchCommunicator(), q_view, k_view, qw, kw)
+    assert_close_rounded(q_view, _full_norm32(q, q_weight, 1e-6))
+    assert_close_rounded(k_view, _full_norm32(k, k_weight, 1e-6))
+    untouched = torch.ones(160, dtype=torch.bool)
+    untouched[0:64:2] = False
+    untouched[64:112:3] = False
+    assert (qkv[:, untouched] == 0).all()
 
 
 def test_both_kernels_launch_and_torch_path_agrees(monkeypatch):
     args = _inputs(7, 48, 16, torch.float16)
     assert use_triton(*args)  # the interpreter is on (tests/conftest.py)
-    launches = _spy_launches(
-        monkeypatch,
-        all_reduce_module,
-        "_fused_parallel_qknorm_sumsq_kernel",
-        "_fused_parallel_qknorm_apply_kernel",
-    )
-    triton_out = fused_parallel_qknorm(*args)
-    assert launches == [
-        ("_fused_parallel_qknorm_sumsq_kernel", (7,)),
-        ("_fused_parallel_qknorm_apply_kernel", (7,)),
-    ]
+    sumsq = spy_launches(monkeypatch, all_reduce_module, "_fused_parallel_qknorm_sumsq_kernel")
+    apply = spy_launches(monkeypatch, all_reduce_module, "_fused_parallel_qknorm_apply_kernel")
+    triton_out = _run(*args)
+    assert sumsq == [(7,)] and apply == [(7,)]
     monkeypatch.setattr(all_reduce_module, "use_triton", lambda *tensors: False)
-    torch_out = fused_parallel_qknorm(*args)
-    assert len(launches) == 2
-    atol, rtol = tolerance(torch.float16)
-    torch.testing.assert_close(triton_out, torch_out, atol=atol, rtol=rtol)
+    torch_out = _run(*args)
+    assert len(sumsq) == 1 and len(apply) == 1
+    for a, b in zip(triton_out, torch_out):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
-def test_empty_input_returns_empty(monkeypatch):
-    launches = _spy_launches(
-        monkeypatch,
-        all_reduce_module,
-        "_fused_parallel_qknorm_sumsq_kernel",
-        "_fused_parallel_qknorm_apply_kernel",
-    )
-    q_out, k_out = fused_parallel_qknorm(*_inputs(0, 32, 8, torch.bfloat16))
-    assert q_out.shape == (0, 32) and k_out.shape == (0, 8) and launches == []
+def test_empty_input_launches_nothing(monkeypatch):
+    sumsq = spy_launches(monkeypatch, all_reduce_module, "_fused_parallel_qknorm_sumsq_kernel")
+    q_out, k_out = _run(*_inputs(0, 32, 8, torch.bfloat16))
+    assert q_out.shape == (0, 32) and k_out.shape == (0, 8) and sumsq == []
+
+
+def test_compiles_fullgraph_without_a_graph_break():
+    q, k, qw, kw = _inputs(4, 32, 16, torch.bfloat16)
+    comm = TorchCommunicator()
+
+    def norm(q, k):
+        fused_parallel_qknorm(comm, q, k, qw, kw, 1e-6)
+        return q, k
+
+    torch._dynamo.reset()
+    got = torch.compile(norm, fullgraph=True, backend="aot_eager")(q.clone(), k.clone())
+    assert_close_rounded(got[0], _full_norm32(q, qw, 1e-6))
+    assert_close_rounded(got[1], _full_norm32(k, kw, 1e-6))
 
 
 @pytest.mark.parametrize(
@@ -121,50 +145,68 @@ def test_empty_input_returns_empty(monkeypatch):
         (lambda q, k, qw, kw: (q, k.to(torch.float16), qw, kw), "k"),
         (lambda q, k, qw, kw: (q.to(torch.int32), k.to(torch.int32), qw, kw), "q"),
         (lambda q, k, qw, kw: (q, k, qw[:-1], kw), "q_weight"),
-        (lambda q, k, qw, kw: (q, k, qw, kw.to(torch.int64)), "k_weight"),
+        (lambda q, k, qw, kw: (q, k, qw, kw.to(torch.float16)), "k_weight"),
         (lambda q, k, qw, kw: (q[:, :0], k, qw[:0], kw), "q"),
     ],
-    ids=["q-3d", "k-rows", "k-dtype", "q-int", "q_weight-shape", "k_weight-int", "q-no-cols"],
+    ids=["q-3d", "k-rows", "k-dtype", "q-int", "q_weight-shape", "k_weight-dtype", "q-no-cols"],
 )
 def test_rejects_bad_inputs(make_args, arg):
     args = _inputs(4, 16, 8, torch.float32)
     before = [t.clone() for t in args]
     with pytest.raises(ValueError, match=rf"fused_parallel_qknorm: {arg}"):
-        fused_parallel_qknorm(*make_args(*args))
+        fused_parallel_qknorm(TorchCommunicator(), *make_args(*args))
     assert all(torch.equal(t, b) for t, b in zip(args, before, strict=True))
 
 
-def test_rejects_a_group_without_torch_distributed():
-    with pytest.raises(ValueError, match="fused_parallel_qknorm: group"):
-        fused_parallel_qknorm(*_inputs(2, 8, 8, torch.float32), group=object())
+def test_rejects_a_communicator_without_torch_distributed():
+    with pytest.raises(ValueError, match="comm has world_size 2 but torch.distributed"):
+        fused_parallel_qknorm(TorchCommunicator(0, 2), *_inputs(2, 8, 8, torch.float32))
+    with pytest.raises(ValueError, match="comm must have a positive int `world_size`"):
+        fused_parallel_qknorm(object(), *_inputs(2, 8, 8, torch.float32))
+    with pytest.raises(ValueError, match="group was given"):
+        TorchCommunicator.from_group(object())
+
+
+def test_custom_all_reduce_world_size_one_copies():
+    x = torch.randn(4, 8)
+    out = custom_all_reduce(TorchCommunicator(), x, AllReduceAlgo.ONE_SHOT_PUSH, False)
+    assert torch.equal(out, x) and out.data_ptr() != x.data_ptr()
+    with pytest.raises(ValueError, match="algo must be an AllReduceAlgo"):
+        custom_all_reduce(TorchCommunicator(), x, "1shot_push", False)
+    assert AllReduceAlgo.TWO_SHOT_PULL.algo_name == "2shot_pull"
+    assert AllReduceAlgo.ONE_SHOT_PUSH.is_push() and not AllReduceAlgo.ONE_SHOT_PULL.is_push()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_max_occupancy_contract(dtype):
     widths = [1, 7, 64, 100, 128, 1000, 1024, 2048, 3072, 6144, 8192, 16384]
-    by_q = [get_fused_parallel_qknorm_max_occupancy(w, 128, dtype) for w in widths]
-    by_k = [get_fused_parallel_qknorm_max_occupancy(128, w, dtype) for w in widths]
+    by_q = [get_fused_parallel_qknorm_max_occupancy(dtype, 1, w, 128) for w in widths]
+    by_k = [get_fused_parallel_qknorm_max_occupancy(dtype, 1, 128, w) for w in widths]
     for series in (by_q, by_k):
         assert all(isinstance(v, int) and v >= 1 for v in series)
         assert all(a >= b for a, b in zip(series[:-1], series[1:], strict=True)), series
     assert by_q[0] > by_q[-1]  # the register budget does bind for wide rows
-    assert by_q == [get_fused_parallel_qknorm_max_occupancy(w, 128, dtype) for w in widths]
+    # Full dims: 4 ranks of a 16384-wide q hold what 1 rank of a 4096-wide one does.
+    assert get_fused_parallel_qknorm_max_occupancy(dtype, 4, 16384, 512) == (
+        get_fused_parallel_qknorm_max_occupancy(dtype, 1, 4096, 128)
+    )
 
 
 def test_max_occupancy_wider_dtype_never_fits_more():
     for width in (64, 1024, 4096):
-        fp32 = get_fused_parallel_qknorm_max_occupancy(width, width, torch.float32)
-        bf16 = get_fused_parallel_qknorm_max_occupancy(width, width, torch.bfloat16)
+        fp32 = get_fused_parallel_qknorm_max_occupancy(torch.float32, 1, width, width)
+        bf16 = get_fused_parallel_qknorm_max_occupancy(torch.bfloat16, 1, width, width)
         assert fp32 <= bf16
 
 
 @pytest.mark.parametrize(
     "args, arg",
     [
-        ((0, 8, torch.float32), "hidden_q"),
-        ((8, -1, torch.float32), "hidden_k"),
-        ((8.0, 8, torch.float32), "hidden_q"),
-        ((8, 8, torch.int8), "dtype"),
+        ((torch.float32, 1, 0, 8), "q_dim"),
+        ((torch.float32, 1, 8, -1), "k_dim"),
+        ((torch.float32, 0, 8, 8), "world_size"),
+        ((torch.float32, 3, 8, 9), "q_dim 8 must divide"),
+        ((torch.int8, 1, 8, 8), "dtype"),
     ],
 )
 def test_max_occupancy_rejects_bad_args(args, arg):
@@ -201,8 +243,10 @@ def _tp_qknorm_rank(rank, world_size, cases):
             q, k = packed[:, :q_local], packed[:, q_local:]
         qw = qw_full[rank * q_local : (rank + 1) * q_local]
         kw = kw_full[rank * k_local : (rank + 1) * k_local]
-        q_out, k_out = fused_parallel_qknorm(q, k, qw, kw, eps=1e-5)
-        q_ref, k_ref = fused_parallel_qknorm_ref(q, k, qw, kw, eps=1e-5)
+        comm = TorchCommunicator.from_group()
+        q_out, k_out, q_ref, k_ref = q.clone(), k.clone(), q.clone(), k.clone()
+        fused_parallel_qknorm(comm, q_out, k_out, qw, kw, eps=1e-5)
+        fused_parallel_qknorm_ref(comm, q_ref, k_ref, qw, kw, eps=1e-5)
         outputs.append(
             {
                 "used_triton": use_triton(q, k, qw, kw),
@@ -228,7 +272,7 @@ def test_two_ranks_over_gloo_match_the_unsharded_norm():
                 },
             }
         )
-        full.append((dtype, _full_rmsnorm(q, qw, 1e-5), _full_rmsnorm(k, kw, 1e-5)))
+        full.append((dtype, _full_norm32(q, qw, 1e-5), _full_norm32(k, kw, 1e-5)))
 
     ranks = run_tp(world_size, f"{__name__}:_tp_qknorm_rank", cases, timeout_s=60)
 
@@ -238,15 +282,16 @@ def test_two_ranks_over_gloo_match_the_unsharded_norm():
             full, rank_result["result"], strict=True
         ):
             assert case_out["used_triton"]
-            atol, rtol = tolerance(dtype)
             q_local, k_local = q_full_out.shape[1] // world_size, k_full_out.shape[1] // world_size
-            q_expected = q_full_out[:, rank * q_local : (rank + 1) * q_local].float()
-            k_expected = k_full_out[:, rank * k_local : (rank + 1) * k_local].float()
-            q_out, k_out, q_ref, k_ref = (torch.from_numpy(np.asarray(a)) for a in case_out["out"])
+            q_expected = q_full_out[:, rank * q_local : (rank + 1) * q_local]
+            k_expected = k_full_out[:, rank * k_local : (rank + 1) * k_local]
+            q_out, k_out, q_ref, k_ref = (
+                torch.from_numpy(np.asarray(a)).to(dtype) for a in case_out["out"]
+            )
             for got in (q_out, q_ref):
-                torch.testing.assert_close(got, q_expected, atol=atol, rtol=rtol)
+                assert_close_rounded(got, q_expected)
             for got in (k_out, k_ref):
-                torch.testing.assert_close(got, k_expected, atol=atol, rtol=rtol)
+                assert_close_rounded(got, k_expected)
 
 
 def test_registry_targets():
