@@ -227,3 +227,35 @@ def test_one_finding_is_singular(tree):
     root = tree({"pkg/srt/one.py": "import pkg.jit_kernel.gone\n"})
     _, out, _ = cli(root)
     assert "1 finding (removed-module: 1)." in out and "1 findings" not in out
+
+
+# --------------------------------------------------------------------------- hostile names
+
+HOSTILE = {
+    "pkg/srt/evil\npkg/srt/fake.py:9:9: removed-module forged.py": "import pkg.jit_kernel.norm\n",
+    "pkg/srt/esc\x1b[2Jclear\r.py": "import pkg.jit_kernel.norm\n",
+    "pkg/srt/bidi\u202egnp.py": "import pkg.jit_kernel.norm\n",
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_control_characters_in_paths_cannot_forge_lines_in_any_format(tree, fmt):
+    root = tree(HOSTILE)
+    code, out, err = cli(root, "--output-format", fmt)
+    assert code == 1
+    for bad in ("\x1b", "\r", "\u202e"):
+        assert bad not in out and bad not in err, (fmt, bad)
+    if fmt in ("concise", "github", "json-lines"):
+        finding_lines = [line for line in out.splitlines() if "jit_kernel.norm" in line]
+        assert len(finding_lines) == 3, out  # one line per finding: the newline did not split one
+        assert not any(line.startswith(("pkg/srt/fake.py", "::error file=pkg/srt/fake.py")) for line in out.splitlines())
+    if fmt == "concise":
+        assert "pkg/srt/evil\\npkg/srt/fake.py:9:9: removed-module forged.py:1:1: removed-module" in out
+        assert "pkg/srt/esc\\x1b[2Jclear\\r.py:1:1:" in out and "pkg/srt/bidi\\u202egnp.py:1:1:" in out
+    if fmt == "full":
+        assert not any(line.startswith("pkg/srt/fake.py") for line in out.splitlines())
+    if fmt == "junit":
+        ET.fromstring(out)  # XML 1.0 cannot hold ESC or CR raw: escaped, so it parses
+    if fmt in ("json", "sarif", "gitlab"):
+        text = json.dumps(json.loads(out))
+        assert "evil\\npkg" in text  # JSON keeps the real name, escaped by JSON itself
