@@ -75,6 +75,9 @@ def _check_parser() -> argparse.ArgumentParser:
     fix = p.add_mutually_exclusive_group()
     fix.add_argument("--fix", action="store_true", help="rewrite fixable findings in place; report what is left")
     fix.add_argument("--diff", action="store_true", help="print the --fix rewrite as a unified diff; write nothing")
+    p.add_argument("--verify-against", metavar="TREE", help="check every rewrite against the new release "
+                   "(a directory, a wheel, or name==version): one that would not resolve there is reported "
+                   "and not made; without --fix/--diff, only report")
     p.add_argument("--statistics", action="store_true", help="count findings per rule (and how many are fixable)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     talk = p.add_mutually_exclusive_group()
@@ -224,7 +227,7 @@ def _check(argv: list[str]) -> int:
         if not os.path.isdir(src):
             raise UsageError(f"{config_mod.display_name(cfg.path)}, section [importlinter], option "
                              f"'source_dir': {config_mod.display_name(src)} is not a directory")
-    cache_dir = None if args.no_cache or args.fix or args.diff else (
+    cache_dir = None if args.no_cache or args.fix or args.diff or args.verify_against else (
         args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
     for p in args.paths:
         if not os.path.exists(p):
@@ -254,6 +257,14 @@ def _check(argv: list[str]) -> int:
         raise UsageError("--write-baseline with --baseline prunes the baseline by the whole tree's "
                          "findings; leave out the PATHs")
 
+    if args.verify_against and not (args.fix or args.diff):
+        from contracts.fix import fix_findings
+
+        # Only the check: what --fix would rewrite, each rewrite resolved in TREE; nothing written.
+        outcome = fix_findings(cfg, src, result, write=False, out=sys.stdout, diff=False,
+                               notes=False if args.quiet else sys.stdout, verify_against=args.verify_against)
+        return _exit(args, bool(outcome.left))
+
     findings = result.findings
     changes = False  # --diff: would it change something?
     human = args.format in ("concise", "text", "full") and not args.output_file
@@ -264,7 +275,8 @@ def _check(argv: list[str]) -> int:
         fix_notes = False if args.quiet else (sys.stdout if human and args.fix else sys.stderr)
         clock = time.perf_counter()
         with progress.phase("fixing" if args.fix else "computing the diff"):
-            outcome = fix_findings(cfg, src, result, write=args.fix, out=sys.stdout, notes=fix_notes)
+            outcome = fix_findings(cfg, src, result, write=args.fix, out=sys.stdout, notes=fix_notes,
+                                   verify_against=args.verify_against)
             if args.fix and outcome.fixed:
                 # What is left is what a fresh check of the rewritten tree finds (a rewrite can
                 # move lines, and the new import is checked by every contract).

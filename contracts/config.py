@@ -81,6 +81,36 @@ def parse_arrow_lines(option: str, raw) -> list[tuple[str, str]]:
     return pairs
 
 
+def parse_replacement_lines(option: str, raw) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, str]]]:
+    """`replacements` lines: `old.module -> new.module` (a module and everything under it), and
+    `old.module:name -> new.module:name` (one name a statement imports from `old.module`; the
+    right side may leave out `:name` when the name is the same, and may name another name)."""
+    modules, names = [], []
+    for line in as_lines(raw):
+        if "->" not in line:
+            raise OptionError(option, f"line '{line}' has no '->'; expected 'old.module -> new.module' "
+                                      f"or 'old.module:name -> new.module:name'.")
+        left, _, right = line.partition("->")
+        left, right = left.strip(), right.strip()
+        if not left or not right or "->" in right:
+            raise OptionError(option, f"line '{line}' must be exactly 'old.module -> new.module' "
+                                      f"or 'old.module:name -> new.module:name'.")
+        if ":" not in left:
+            if ":" in right:
+                raise OptionError(option, f"line '{line}': a module maps to a module; write "
+                                          f"'old.module:name -> {right}' for one name.")
+            modules.append((_module(option, left), _module(option, right)))
+            continue
+        old_module, _, old_name = left.partition(":")
+        new_module, _, new_name = right.partition(":")
+        for part in (old_name, new_name or old_name):
+            if not _IDENT_RE.match(part.strip()):
+                raise OptionError(option, f"line '{line}': '{part.strip()}' is not a name.")
+        names.append((_module(option, old_module.strip()), old_name.strip(),
+                      _module(option, new_module.strip()), (new_name or old_name).strip()))
+    return modules, names
+
+
 @dataclass(frozen=True)
 class RemovedSpec:
     """Options of a `removed_modules` contract."""
@@ -90,6 +120,31 @@ class RemovedSpec:
     removed: tuple[str, ...]
     # (old prefix, new prefix), longest old prefix first: the first match is the longest one.
     replacements: tuple[tuple[str, str], ...] = ()
+    # (old module, name, new module, new name): where one imported name went.
+    names: tuple[tuple[str, str, str, str], ...] = ()
+
+    @cached_property
+    def _name_map(self) -> dict[tuple[str, str], tuple[str, str]]:
+        return {(old, old_name): (new, new_name) for old, old_name, new, new_name in self.names}
+
+    @cached_property
+    def _modules_with_name_lines(self) -> frozenset[str]:
+        return frozenset(old for old, _ in self._name_map)
+
+    def name_replacement(self, module: str, name: str) -> tuple[str, str] | None:
+        """Where `from module import name` finds `name` now: a per-name line, else the module's
+        line (the same name); None when neither knows."""
+        found = self._name_map.get((module, name))
+        if found is not None:
+            return found
+        new = self.replacement_for(module)
+        return (new, name) if new else None
+
+    def has_name_line(self, module: str, name: str) -> bool:
+        return (module, name) in self._name_map
+
+    def has_name_lines(self, module: str) -> bool:
+        return module in self._modules_with_name_lines
 
     # Lookups by the module's name parts (`prefixes.py`): as fast with 1,000 prefixes as with 1.
     @cached_property
@@ -156,7 +211,20 @@ def removed_spec(cid: str, options: dict) -> RemovedSpec:
     removed = tuple(_module("removed_modules", m) for m in as_lines(options.get("removed_modules")))
     if not removed:
         raise OptionError("removed_modules", "name at least one removed module prefix.")
-    pairs = parse_arrow_lines("replacements", options.get("replacements"))
+    pairs, name_lines = parse_replacement_lines("replacements", options.get("replacements"))
+    seen_names: dict[tuple[str, str], str] = {}
+    for old, old_name, new, new_name in name_lines:
+        if (old, old_name) in seen_names:
+            raise OptionError("replacements", f"'{old}:{old_name}' has two replacements "
+                                              f"('{seen_names[old, old_name]}' and '{new}:{new_name}').")
+        seen_names[old, old_name] = f"{new}:{new_name}"
+        if not any(is_under(old, prefix) for prefix in removed):
+            raise OptionError("replacements", f"'{old}:{old_name}' is not under a removed prefix "
+                                              f"({', '.join(removed)}).")
+        for prefix in removed:
+            if is_under(new, prefix):
+                raise OptionError("replacements", f"target '{new}:{new_name}' of '{old}:{old_name}' is "
+                                                  f"itself under the removed prefix '{prefix}'.")
     seen: dict[str, str] = {}
     for old, new in pairs:
         if old in seen:
@@ -181,7 +249,7 @@ def removed_spec(cid: str, options: dict) -> RemovedSpec:
                     f"target '{new}' of '{old}' is itself under the removed prefix '{prefix}'.",
                 )
     ordered = tuple(sorted(pairs, key=lambda p: (-p[0].count("."), -len(p[0]), p[0])))
-    return RemovedSpec(cid, options.get("name", cid), removed, ordered)
+    return RemovedSpec(cid, options.get("name", cid), removed, ordered, tuple(name_lines))
 
 
 def groups_spec(cid: str, options: dict) -> GroupsSpec:

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 
 from contracts.engine.files import atomic_write
 from contracts.findings import Finding, shown_path
+from contracts.fix.rewrite import NameTargets
 from contracts.fix.source import fix_source
 from contracts.fix.syntax import LINE_RE
+from contracts.fix.verify import Verifier
 
 RULE_ID = "removed-module"  # the rule whose findings this fixes (`contracts.rules.removed_module`)
 
@@ -45,21 +47,40 @@ class FixRun:
     edits: dict = field(default_factory=dict)  # rel -> (old bytes, new bytes), when not writing
 
 
-def apply_fixes(cfg, src: str, result, write: bool, out=None) -> int:
+def name_targets(cfg) -> NameTargets:
+    """(module, name) -> where `from module import name` finds `name` now, by the contract whose
+    removed prefix holds `module`: its per-name line, else its module line."""
+    specs = list(cfg.removed)
+
+    def targets(module: str, name: str):
+        for spec in specs:
+            if spec.removed_prefix_of(module):
+                return spec.name_replacement(module, name)
+        return None
+
+    return targets
+
+
+def apply_fixes(cfg, src: str, result, write: bool, out=None, verify_against: str | None = None) -> int:
     """`fix_findings`; 0 when nothing is left to fix by hand, 1 otherwise."""
-    return 1 if fix_findings(cfg, src, result, write, out).left else 0
+    return 1 if fix_findings(cfg, src, result, write, out, verify_against=verify_against).left else 0
 
 
-def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff: bool = True) -> FixRun:
+def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff: bool = True,
+                 verify_against: str | None = None) -> FixRun:
     """Fix (write=True) or show as a unified diff (write=False, `diff`) every fixable
     `removed-module` finding of `result`. Prints one line per rewritten file and per finding
     left, then a summary, to `notes` (default: `out` when writing, stderr for a diff, whose
-    stdout is the patch alone; False: nowhere)."""
+    stdout is the patch alone; False: nowhere). With `verify_against` (a tree: a directory, a
+    wheel or name==version), a rewrite whose import would not resolve there is reported and
+    not made."""
     out = out if out is not None else sys.stdout
     if notes is None:
         notes = out if write else sys.stderr
     run = FixRun()
     removed = tuple(p for spec in cfg.removed for p in spec.removed)
+    verifier = Verifier(verify_against) if verify_against else None
+    targets = name_targets(cfg)
     by_path: dict[str, list[Finding]] = {}
     for f in result.findings:
         if f.rule == RULE_ID:
@@ -81,7 +102,8 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         except OSError as e:
             left.extend((f, f"cannot read the file: {e.strerror or e}") for f in findings)
             continue
-        outcome = fix_source(data, findings[0].importer, is_package, findings, removed, path)
+        outcome = fix_source(data, findings[0].importer, is_package, findings, removed, path,
+                             names=targets, verifier=verifier)
         if outcome.new is not None:
             if write:
                 try:
@@ -106,7 +128,8 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         left.extend(outcome.unfixable)
     if notes:
         verb = "Fixed" if write else "Would fix"
-        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}; "
+        checked = f", every rewritten import checked against {verify_against}" if verifier else ""
+        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}{checked}; "
               f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
     return run
 

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from contracts.engine.resolve import is_under, resolve_relative
 from contracts.findings import Finding
 from contracts.fix.bare import Survey
 from contracts.fix.syntax import Key, Positions, dotted_name, parse_dotted
+from contracts.fix.verify import Verifier
+
+# (module, name) -> (new module, new name), or None when `replacements` knows no new place
+NameTargets = Callable[[str, str], "tuple[str, str] | None"]
 
 
 class Rewriter(cst.CSTTransformer):
     """Second pass: rewrite the matched imports, strings and chains."""
 
     def __init__(self, pos: Positions, module: str, is_package: bool, fixable: dict[Key, Finding],
-                 known: set[Key], bare_ok: dict[str, str] | None = None, survey: Survey | None = None) -> None:
+                 known: set[Key], bare_ok: dict[str, str] | None = None, survey: Survey | None = None,
+                 names: NameTargets | None = None, verifier: Verifier | None = None) -> None:
         self.pos, self.module, self.is_package = pos, module, is_package
+        self.names, self.verifier = names, verifier
         self.fixable, self.known, self.bare_ok = fixable, known, bare_ok or {}
         self.claimed: set[Key] = set()
         self.refused: dict[Key, str] = {}
@@ -57,7 +65,11 @@ class Rewriter(cst.CSTTransformer):
             old = dotted_name(alias.name)
             key = self.pos.key(original, old)
             finding = self.fixable.get(key)
-            if finding is not None and (alias.asname is not None or old in self.bare_ok):
+            why = self.verifier.module(finding.replacement) if finding is not None and self.verifier else None
+            if why is not None:
+                self.refused[key] = f"not rewritten: {why}"
+                names.append(alias)
+            elif finding is not None and (alias.asname is not None or old in self.bare_ok):
                 names.append(alias.with_changes(name=parse_dotted(finding.replacement)))
                 self.claimed.add(key)
                 changed = True
@@ -77,8 +89,9 @@ class Rewriter(cst.CSTTransformer):
             return updated
         star = isinstance(original.names, cst.ImportStar)
         aliases = [None] if star else list(original.names)
-        # (target module or None for "as it was", alias node) per name, in order
-        placed: list[tuple[str | None, int, object]] = []
+        # (target, key, original index, alias node) per name, in order. A target is a module to
+        # import from, ("import", module, bound name) for a top-level module, or None (as it was).
+        placed: list[tuple[object, Key | None, int, object]] = []
         for index, alias in enumerate(aliases):
             name = None if alias is None else alias.name.value
             sub_key = self.pos.key(original, f"{base}.{name}") if name else None
@@ -89,29 +102,45 @@ class Rewriter(cst.CSTTransformer):
                 key = base_key
             finding = self.fixable.get(key)
             if finding is None:
-                placed.append((None, index, alias))
+                placed.append((None, None, index, alias))
                 continue
             new = finding.replacement
             if key == base_key:
-                placed.append((new, index, alias))
+                target = (new, name) if star or self.names is None else self.names(base, name)
+                if target is None:
+                    self.refused[key] = (f"`replacements` names no new place for `{name}` (imported from "
+                                         f"`{base}`); add a line `{base}:{name} -> new.module:{name}`")
+                    placed.append((None, key, index, alias))
+                    continue
+                new_module, new_name = target
+                if not star and new_name != name:  # renamed: bind the old name
+                    alias = alias.with_changes(name=cst.Name(new_name),
+                                               asname=alias.asname or cst.AsName(name=cst.Name(name)))
+                placed.append((new_module, key, index, alias))
             else:
                 parent, _, last = new.rpartition(".")
-                if not parent:
-                    self.refused[key] = f"the new module `{new}` has no parent package to import it from"
-                    placed.append((None, index, alias))
-                    continue
-                asname = alias.asname
-                if asname is None and last != name:
-                    asname = cst.AsName(name=cst.Name(name))
-                placed.append((parent, index, alias.with_changes(name=cst.Name(last), asname=asname)))
+                bound = alias.asname.name.value if alias.asname is not None else name
+                if not parent:  # a top-level module: `import six` (as the name it was bound to)
+                    placed.append((("import", new, bound), key, index, alias))
+                else:
+                    asname = alias.asname
+                    if asname is None and last != name:
+                        asname = cst.AsName(name=cst.Name(name))
+                    placed.append((parent, key, index, alias.with_changes(name=cst.Name(last), asname=asname)))
             self.claimed.add(key)
-        if all(target is None for target, _, _ in placed):
+        placed = self._verified(placed, aliases)
+        if all(target is None for target, _, _, _ in placed):
             return updated
-        groups: dict[str | None, list] = {}
-        for target, index, alias in placed:
+        groups: dict[object, list] = {}
+        for target, _, index, alias in placed:
             groups.setdefault(target, []).append((index, alias))
         statements = []
         for i, (target, group) in enumerate(groups.items()):
+            if isinstance(target, tuple):
+                _, new, bound = target
+                asname = None if bound == new else cst.AsName(name=cst.Name(bound))
+                statements.append(cst.Import(names=[cst.ImportAlias(name=parse_dotted(new), asname=asname)]))
+                continue
             node = updated if i == 0 else updated.with_changes(
                 whitespace_after_from=cst.SimpleWhitespace(" "), semicolon=cst.MaybeSentinel.DEFAULT)
             if target is not None:
@@ -120,11 +149,33 @@ class Rewriter(cst.CSTTransformer):
                 node = _with_names(node, group, list(original.names))
             statements.append(node)
         if len(statements) == 1:
-            return statements[0]
+            return statements[0].with_changes(semicolon=updated.semicolon)
         statements = [s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in statements[:-1]] + [
             statements[-1].with_changes(semicolon=updated.semicolon)]
         self._split_lines.add(id(original))
         return cst.FlattenSentinel(statements)
+
+    def _verified(self, placed: list, aliases: list) -> list:
+        """`placed` with every finding put back as it was when one of its names has no new place
+        or (with --verify-against) one of its new imports would not resolve: a statement is
+        rewritten whole or not at all for each finding."""
+        if self.verifier is not None:
+            groups: dict[object, list] = {}
+            for target, key, _, alias in placed:
+                if target is not None:
+                    groups.setdefault(target, []).append((key, alias))
+            for target, members in groups.items():
+                if isinstance(target, tuple):
+                    why = self.verifier.module(target[1])
+                else:
+                    why = self.verifier.names(target, ["*" if a is None else a.name.value for _, a in members])
+                if why is not None:
+                    for key, _ in members:
+                        self.refused.setdefault(key, f"not rewritten: {why}")
+        if not any(key in self.refused for _, key, _, _ in placed):
+            return placed
+        return [(None, key, index, aliases[index]) if key in self.refused else (target, key, index, alias)
+                for target, key, index, alias in placed]
 
     def leave_SimpleStatementLine(self, original, updated):
         # One `from` statement split into several: one line each, at the same indentation, each
@@ -147,6 +198,10 @@ class Rewriter(cst.CSTTransformer):
         if finding is None:
             return updated
         self.claimed.add(key)
+        why = self.verifier.target(finding.replacement) if self.verifier is not None else None
+        if why is not None:
+            self.refused[key] = f"not rewritten: {why}"
+            return updated
         return updated.with_changes(value=f"{original.prefix}{original.quote}{finding.replacement}{original.quote}")
 
     def leave_ConcatenatedString(self, original: cst.ConcatenatedString, updated):

@@ -14,8 +14,9 @@ from libcst.metadata import ExpressionContextProvider, MetadataWrapper, Position
 from contracts.findings import Finding
 from contracts.fix.bare import Survey, bare_import_verdicts, bindings
 from contracts.fix.pieces import bare_keys, statement_ranges
-from contracts.fix.rewrite import Rewriter
+from contracts.fix.rewrite import NameTargets, Rewriter
 from contracts.fix.syntax import LINE_RE, Key, Positions
+from contracts.fix.verify import Verifier
 
 
 @dataclass
@@ -34,7 +35,8 @@ def _newline_of(line: str) -> str:
 
 
 def fix_source(data: bytes, module: str, is_package: bool, findings: list[Finding],
-               removed: tuple[str, ...], path: str = "<file>") -> FileFix:
+               removed: tuple[str, ...], path: str = "<file>", names: NameTargets | None = None,
+               verifier: Verifier | None = None) -> FileFix:
     """Rewrite one file's `removed-module` findings. Pure: takes bytes, returns bytes.
 
     Only the top-level statements that hold a finding go through LibCST (parsing a whole large
@@ -92,10 +94,15 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
                 survey = Survey(pos, wrapper.resolve(ExpressionContextProvider), module, is_package)
                 chunk_tree.visit(survey)
                 bare_ok, bare_refused = bare_import_verdicts(survey, bindings(tree), fixable, removed)
+                for name, new in list(bare_ok.items()):
+                    why = verifier.module(new) if verifier is not None else None
+                    if why is not None:  # neither the import nor its chains are rewritten
+                        del bare_ok[name]
+                        bare_refused[name] = f"not rewritten: {why}"
                 for key, name in survey.bare:
                     if key in fixable and name in bare_refused:
                         refused[key] = f"bare `import {name}`: {bare_refused[name]}; rewrite it by hand"
-            rewriter = Rewriter(pos, module, is_package, fixable, known, bare_ok, survey)
+            rewriter = Rewriter(pos, module, is_package, fixable, known, bare_ok, survey, names, verifier)
             new_chunk = chunk_tree.visit(rewriter).code
             if wrapper_line:
                 if not new_chunk.startswith(wrapper_line):

@@ -41,7 +41,9 @@ bare `import a.b.c` whose attribute chains are used is rewritten with them when 
 and left alone (reported as not auto-fixable, with the reason) otherwise.
 
 ## Options
-`removed_modules`, `replacements` (longest matching prefix wins).
+`removed_modules`, `replacements`: `old.module -> new.module` lines (longest matching prefix
+wins) and `old.module:name -> new.module:name` lines (where one name a statement imports from
+`old.module` went; it wins over the module's line for that name).
 """
 
 from __future__ import annotations
@@ -57,15 +59,18 @@ _WHERE = {"string": "string target", "importlib": "dynamic import target"}
 
 
 def references(model: Model, spec: RemovedSpec):
-    """(rel, importer, ref, imported) for every reference into a removed prefix."""
+    """(rel, importer, ref, imported, names) for every reference into a removed prefix; `names`:
+    the names a `from imported import ...` statement takes from the module itself (not its
+    submodules), in order ([] for other forms)."""
     by_rel = {f.rel: f for f in model.discovery.files}
     for rel in sorted(model.refs):
         importer = by_rel[rel].module
         if spec.removed_prefix_of(importer):
             continue  # a file inside the removed path is reported by `shim-present`
-        seen = set()
+        found: dict[tuple, tuple] = {}
         for ref in model.refs[rel]:
             imported = None
+            from_module = False
             if ref.kind in ("import", "string", "importlib"):
                 if spec.removed_prefix_of(ref.imported):
                     imported = ref.imported
@@ -73,28 +78,90 @@ def references(model: Model, spec: RemovedSpec):
                 candidate = f"{ref.imported}.{ref.name}" if ref.name and ref.name != "*" else None
                 if spec.removed_prefix_of(ref.imported):
                     # `from removed.pkg import x`: `x` is a submodule when a replacement line
-                    # names it more precisely than the package; otherwise an attribute.
+                    # names it more precisely than the package (and no per-name line names
+                    # `x` itself); otherwise an attribute.
                     imported = ref.imported
-                    if candidate and spec.names_replacement(candidate):
+                    from_module = True
+                    if candidate and spec.names_replacement(candidate) and \
+                            not _name_line(spec, ref.imported, ref.name):
                         imported = candidate
+                        from_module = False
                 elif candidate and spec.removed_prefix_of(candidate):
                     imported = candidate
-            if imported is None or (ref.line, ref.col, imported) in seen:
+            if imported is None:
                 continue
-            seen.add((ref.line, ref.col, imported))
-            yield rel, importer, ref, imported
+            key = (ref.line, ref.col, imported)
+            if key not in found:
+                found[key] = (ref, [])
+            if from_module and ref.name:
+                found[key][1].append(ref.name)
+        for (_, _, imported), (ref, names) in found.items():
+            yield rel, importer, ref, imported, names
+
+
+def _name_line(spec: RemovedSpec, module: str, name: str | None) -> bool:
+    return name is not None and spec.has_name_line(module, name)
+
+
+def _string_target(spec: RemovedSpec, imported: str, attr: str | None) -> str | None:
+    """The new text of a string target `imported[:attr]`: `module:attr` through the attr's
+    per-name line, else the module's line; a dotted `module.name` (a `mock.patch` target)
+    through `module:name`'s per-name line when the whole has no line of its own."""
+    if attr:
+        head = attr.split(".", 1)[0]
+        if _name_line(spec, imported, head):
+            new_module, new_name = spec.name_replacement(imported, head)
+            return f"{new_module}:{new_name}{attr[len(head):]}"
+        new = spec.replacement_for(imported)
+        return f"{new}:{attr}" if new else None
+    parent, _, last = imported.rpartition(".")
+    if parent and _name_line(spec, parent, last):
+        new_module, new_name = spec.name_replacement(parent, last)
+        return f"{new_module}.{new_name}"
+    return spec.replacement_for(imported)
+
+
+def from_targets(spec: RemovedSpec, module: str, names: list[str]) -> dict[str, tuple[str, str] | None]:
+    """name -> (new module, new name) for the names of `from module import ...` (`*`: the
+    module's line; per-name lines cannot say where a star's names went)."""
+    out: dict[str, tuple[str, str] | None] = {}
+    for n in names:
+        if n == "*":
+            new = spec.replacement_for(module)
+            out[n] = (new, n) if new else None
+        else:
+            out[n] = spec.name_replacement(module, n)
+    return out
 
 
 def check(model: Model, spec: RemovedSpec) -> list[Finding]:
     findings = []
-    for rel, importer, ref, imported in references(model, spec):
-        new = spec.replacement_for(imported)
+    for rel, importer, ref, imported, names in references(model, spec):
         shown = imported + (f":{ref.attr}" if ref.attr else "")
-        replacement = (new + (f":{ref.attr}" if ref.attr else "")) if new else None
         what = _WHERE.get(ref.kind, "lazy import" if ref.lazy else "import")
         prefix = spec.removed_prefix_of(imported)
+        missing: list[str] = []
+        if ref.kind in ("string", "importlib"):
+            replacement = _string_target(spec, imported, ref.attr)
+        elif names and (spec.has_name_lines(imported) or "*" in names):
+            targets = from_targets(spec, imported, names)
+            missing = [n for n, t in targets.items() if t is None]
+            places = sorted({t[0] for t in targets.values() if t is not None})
+            renamed = any(t is not None and t[1] != n for n, t in targets.items())
+            if missing:
+                replacement = None
+            elif len(places) == 1 and not renamed:
+                replacement = places[0]
+            else:  # the names go to several modules (or change name): say where each goes
+                replacement = ", ".join(f"{t[0]}:{t[1]}" for t in targets.values() if t is not None)
+        else:
+            replacement = spec.replacement_for(imported)
         if replacement:
             message = f"`{shown}` was removed ({what}; `{prefix}` no longer exists)"
+        elif missing and len(missing) < len(names):
+            message = (f"`{shown}` was removed ({what}; `{prefix}` no longer exists) and "
+                       f"`replacements` names no new place for "
+                       f"{', '.join(f'`{n}`' for n in missing)}; add a line for it")
         else:
             message = (f"`{shown}` was removed ({what}; `{prefix}` no longer exists) and "
                        f"`replacements` names no new place for it; add a line for it")

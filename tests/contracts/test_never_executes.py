@@ -18,8 +18,6 @@ import pytest
 from tests.contracts.conftest import BASE_CONFIG, CLEAN_TREE, REPO
 
 needs_fix = pytest.mark.skipif(not (REPO / "contracts/fix").is_dir(), reason="contracts/fix/ not there yet")
-needs_derive_map = pytest.mark.skipif(not (REPO / "contracts/derive_map.py").exists(),
-                                      reason="contracts/derive_map.py not there yet")
 
 
 @pytest.fixture
@@ -91,7 +89,6 @@ def test_fix_and_diff_never_import_the_checked_tree(canary):
     assert marker.exists()
 
 
-@needs_derive_map
 def test_derive_map_never_imports_the_checked_trees(canary):
     src, marker = canary
     one = _run([sys.executable, "-m", "contracts", "derive-map", "--removed", "canary.jit_kernel",

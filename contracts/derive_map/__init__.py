@@ -1,0 +1,116 @@
+"""`derive-map`: the `replacements` lines of a `removed_modules` contract, read off the code.
+
+    namespace-lint derive-map --removed PREFIX [--src DIR]
+    namespace-lint derive-map --removed PREFIX --before TREE --after TREE [--format text|json]
+
+Writing the old -> new map by hand is where a migration goes wrong: a module left out, a typo
+that sends `--fix` to a module that does not exist. Two ways to derive it, both from the source
+text alone (`ast`; nothing is imported, so neither tree needs its dependencies):
+
+- one tree in the middle of a migration (`--src`, default `.`): compat shims (`shims`);
+- two versions of the tree (`--before TREE --after TREE`; each a directory that contains the root
+  package, a wheel file, or `name==version` fetched with `pip download --no-deps`): modules
+  matched by name, folded name and content, then names one by one (`moves`, `names`).
+
+stdout is a `replacements =` block ready to paste into the contract: module lines
+(`old.mod -> new.mod`), then per-name lines (`old.mod:name -> new.mod:name`), then `#` comment
+lines for what got no line, with the reason and the candidates' scores; a one-line count goes to
+stderr. `--format json` prints every module and name with its status, score and evidence.
+Exit status: 0 when every module and name got a line, 1 when some did not, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+from contracts.derive_map.model import Derived
+from contracts.derive_map.moves import moved_map
+from contracts.derive_map.output import render, summary, to_json
+from contracts.derive_map.shims import shim_map
+from contracts.engine.trees import open_tree
+from contracts.errors import NamespaceLintError, UsageError
+
+EXIT_MAPPED = 0
+EXIT_INCOMPLETE = 1
+EXIT_USAGE = 2
+
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+__all__ = ["Derived", "main", "moved_map", "render", "shim_map", "summary"]
+
+
+def _check_prefix(prefix: str, directory: str, option: str, shown: str) -> None:
+    if not _MODULE_RE.match(prefix):
+        raise UsageError(f"--removed {prefix}: not a dotted module name")
+    path = os.path.join(directory, *prefix.split("."))
+    if not (os.path.isdir(path) or os.path.isfile(path + ".py")):
+        raise UsageError(f"--removed {prefix}: no package or module {prefix} under {option} "
+                         f"{shown} (no {os.path.join(*prefix.split('.'))}/ or .py in it)")
+
+
+def _check_dir(directory: str, option: str) -> str:
+    if not os.path.isdir(directory):
+        raise UsageError(f"{option} {directory}: no such directory")
+    return os.path.abspath(directory)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="namespace-lint derive-map",
+                description="Print `replacements` lines for a removed_modules contract, derived from "
+                            "compat shims in one tree, or from two versions of the tree.")
+    p.add_argument("--removed", required=True, metavar="PREFIX", help="the removed module prefix, e.g. sglang.jit_kernel")
+    p.add_argument("--src", metavar="DIR", help="one tree mid-migration: the directory that contains the "
+                   "root package (default: .)")
+    p.add_argument("--before", metavar="TREE", help="the tree before the move: a directory that contains the "
+                   "root package, a wheel, or name==version (fetched with pip download --no-deps)")
+    p.add_argument("--after", metavar="TREE", help="the tree after the move (as --before)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: a replacements block to paste; json: every score and piece of evidence")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    try:
+        if (args.before is None) != (args.after is None):
+            raise UsageError("--before and --after go together")
+        if args.before is not None:
+            if args.src is not None:
+                raise UsageError("--src is for one tree; with --before/--after leave it out")
+            if not _MODULE_RE.match(args.removed):
+                raise UsageError(f"--removed {args.removed}: not a dotted module name")
+            before = open_tree(args.before, "--before")
+            after = open_tree(args.after, "--after")
+            _check_prefix(args.removed, before, "--before", args.before)
+            root = args.removed.split(".", 1)[0]
+            if not (os.path.isdir(os.path.join(after, root)) or os.path.isfile(os.path.join(after, root + ".py"))):
+                raise UsageError(f"--after {args.after}: does not contain the root package '{root}'")
+            result = moved_map(before, after, args.removed)
+            header = f"derive-map --before {args.before} --after {args.after} --removed {args.removed}"
+            command = {"before": args.before, "after": args.after, "removed": args.removed}
+        else:
+            src = _check_dir(args.src if args.src is not None else ".", "--src")
+            _check_prefix(args.removed, src, "--src", args.src or ".")
+            result = shim_map(src, args.removed)
+            header = f"derive-map --src {args.src or '.'} --removed {args.removed}"
+            command = {"src": args.src or ".", "removed": args.removed}
+    except NamespaceLintError as e:
+        print(f"namespace-lint derive-map: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in result.warnings:
+        print(f"namespace-lint derive-map: warning: {warning}", file=sys.stderr)
+    if args.format == "json":
+        print(to_json(result, command))
+    else:
+        print(render(result, f"{header}: {summary(result)}"))
+    print(f"namespace-lint derive-map: {summary(result)}.", file=sys.stderr)
+    return EXIT_MAPPED if result.complete() else EXIT_INCOMPLETE

@@ -1,0 +1,213 @@
+"""`derive-map --before --after`: where each module under PREFIX went, matched by content.
+
+Like git's rename detection, a module is matched to the module of the `after` tree (outside
+PREFIX) that holds its code, whatever it is called now. Candidates are
+
+- modules of the same name (`hicache`), or with upstream's `_jit_` prefix (`_jit_hicache`);
+- modules named after the *folded* package path (`pkg/minimax_m3/rmsnorm.py` ->
+  `minimax_m3_rmsnorm`, and for deeper paths every tail: `a/b/c.py` -> `a_b_c`, `b_c`);
+- any module that defines one of its top-level definitions (found through a text index).
+
+Each candidate gets a **score**: the share of the old module's top-level definitions (`def`,
+`class`, assigned names; weighted by their size in characters) that the candidate defines *with the
+same body* -- a same-named definition counts with its body similarity when that is at least
+`SAME_DEFINITION` (the normalized bodies of `contracts.engine.index`), and not at all below it.
+So one shared common name (`get_version`, a different function) carries nothing.
+
+- A candidate needs a score of at least `MODULE_MIN` (git's default rename threshold: half).
+- A candidate found only by content also needs `MIN_SHARED` same definitions (or, for a module
+  of one definition, an identical one): one copied helper does not make a move.
+- Candidates within `TIE_MARGIN` of the best are a tie. A tie is broken only by a name (exactly
+  one of the tied candidates has the same or folded name); otherwise all are listed as
+  `# ambiguous:` with their scores. Below the threshold: `# unmatched:` with the best scores.
+- A module without definitions of its own (a package `__init__` that re-exports, a module of
+  imports) is scored on name candidates only: by the share of its re-exported names the
+  candidate binds, or, for a package, the share of its mapped submodules that went under it.
+
+A module's line is a *prefix* for every module under it without a line of its own. A line that
+would send such a module (unmatched, ambiguous) to a place that does not exist in `after` is
+withheld (printed as a comment), and its names are mapped one by one instead: a line derive-map
+prints is right for every module it covers.
+"""
+
+from __future__ import annotations
+
+from contracts.derive_map.model import (
+    MIN_SHARED,
+    MODULE_MIN,
+    SAME_DEFINITION,
+    SAME_SIGNATURE,
+    TIE_MARGIN,
+    Derived,
+    Evidence,
+)
+from contracts.derive_map.names import map_names
+from contracts.engine.index import Definition, TreeIndex, same_definition
+from contracts.engine.resolve import is_under
+
+COMMON_NAME = 25  # a name defined in more modules than this does not suggest a candidate
+MAX_CONTENT_CANDIDATES = 20  # the candidates by content scored per module, most shared names first
+JIT_PREFIX = "_jit_"  # upstream's name for a moved JIT wrapper: hicache -> _jit_hicache
+
+
+def _own(defs: dict[str, Definition]) -> dict[str, Definition]:
+    return {n: d for n, d in defs.items() if not (n.startswith("__") and n.endswith("__"))}
+
+
+def folded_names(module: str, prefix: str) -> list[str]:
+    """`prefix.a.b.c` -> [`a_b_c`, `b_c`]: the package path folded into the module name."""
+    parts = module[len(prefix) + 1:].split(".") if module != prefix else []
+    return ["_".join(parts[i:]) for i in range(len(parts) - 1)]
+
+
+def score(mine: dict[str, Definition], theirs: dict[str, Definition]) -> tuple[float, tuple]:
+    """(share of `mine`'s size that `theirs` defines with the same body, the shared evidence)."""
+    total = sum(d.size for d in mine.values())
+    if not total:
+        return 0.0, ()
+    got = 0.0
+    shared = []
+    for name, d in mine.items():
+        other = theirs.get(name)
+        if other is None:
+            continue
+        s = same_definition(d, other, SAME_DEFINITION, SAME_SIGNATURE)
+        if s:
+            got += s * d.size
+            shared.append((name, s))
+    return got / total, tuple(sorted(shared, key=lambda x: (-x[1], x[0])))
+
+
+class _Matcher:
+    def __init__(self, old: TreeIndex, new: TreeIndex, prefix: str) -> None:
+        self.old, self.new, self.prefix = old, new, prefix
+        self.by_name: dict[str, set[str]] = {}
+        for m in new.files:
+            if is_under(m, prefix):
+                continue  # still there: not where anything moved to
+            last = m.rsplit(".", 1)[-1]
+            self.by_name.setdefault(last, set()).add(m)
+            if last.startswith(JIT_PREFIX) and len(last) > len(JIT_PREFIX):
+                self.by_name.setdefault(last[len(JIT_PREFIX):], set()).add(m)
+
+    def outside(self, modules) -> set[str]:
+        return {m for m in modules if not is_under(m, self.prefix)}
+
+    def match(self, module: str, result: Derived) -> None:
+        last = module.rsplit(".", 1)[-1]
+        same = self.by_name.get(last, set())
+        folded = set().union(*(self.by_name.get(f, set()) for f in folded_names(module, self.prefix)))
+        named = {c: ("same name" if c in same else "folded name") for c in same | folded}
+        mine = _own(self.old.definitions(module))
+        children = {m: t for m, t in result.mapped.items() if m.rpartition(".")[0] == module}
+        scored: dict[str, Evidence] = {}
+        for c in sorted(set(named) | self._by_content(mine)):
+            s, shared = score(mine, _own(self.new.definitions(c))) if mine else (0.0, ())
+            how = named.get(c, "content")
+            if how == "content" and len(shared) < MIN_SHARED and not (
+                    len(mine) == 1 and shared and shared[0][1] == 1.0):
+                continue
+            best = Evidence(how, s, shared)
+            if c in named and not mine:
+                alt = self._without_definitions(module, c, children)
+                if alt is not None:
+                    best = alt
+            scored[c] = best
+        ranked = sorted(scored.items(), key=lambda kv: (-kv[1].score, kv[0]))
+        result.scores[module] = [(c, e.score) for c, e in ranked[:5]]
+        eligible = [(c, e) for c, e in ranked if e.score >= MODULE_MIN]
+        if not eligible:
+            result.unmatched[module] = self._why_unmatched(module, mine, ranked, bool(children))
+            return
+        top = eligible[0][1].score
+        tied = [(c, e) for c, e in eligible if e.score >= top - TIE_MARGIN]
+        if len(tied) > 1:
+            by_name = [(c, e) for c, e in tied if c in named]
+            if len(by_name) == 1:
+                tied = by_name
+        if len(tied) == 1:
+            result.mapped[module] = tied[0][0]
+            result.evidence[module] = tied[0][1]
+        else:
+            result.ambiguous[module] = [c for c, _ in tied]
+
+    def _by_content(self, mine: dict[str, Definition]) -> set[str]:
+        """Modules of `after` whose text defines several of `mine`'s names (or its only one).
+        A name defined in more than `COMMON_NAME` modules (`main`, `logger`) is no evidence."""
+        hits: dict[str, int] = {}
+        for name in mine:
+            where = self.outside(self.new.defining(name))
+            if len(where) > COMMON_NAME:
+                continue
+            for m in where:
+                hits[m] = hits.get(m, 0) + 1
+        need = 1 if len(mine) == 1 else MIN_SHARED
+        ranked = sorted((m for m, h in hits.items() if h >= need), key=lambda m: (-hits[m], m))
+        return set(ranked[:MAX_CONTENT_CANDIDATES])
+
+    def _without_definitions(self, module: str, c: str, children: dict[str, str]) -> Evidence | None:
+        """Score a name candidate of a module with no definitions of its own (or too few that
+        moved): by where its submodules went, or by the names it re-exports."""
+        out = None
+        if self.old.is_package(module) and children:
+            support = sum(1 for t in children.values() if is_under(t, c))
+            out = Evidence("submodules", support / len(children),
+                           tuple((m.rsplit(".", 1)[-1], 1.0) for m, t in sorted(children.items())
+                                 if is_under(t, c)))
+        exported = sorted(n for n in self.old.names(module).imported
+                          if not n.startswith("__") and self.old.origin(module, n) is not None)
+        if exported:
+            bound = [n for n in exported if self.new.binds(c, n)]
+            e = Evidence("re-exported names", len(bound) / len(exported), tuple((n, 1.0) for n in bound))
+            if out is None or e.score > out.score:
+                out = e
+        return out
+
+    def _why_unmatched(self, module, mine, ranked, had_children) -> str:
+        last = module.rsplit(".", 1)[-1]
+        if ranked:
+            best = ", ".join(f"`{c}` ({e.how}, {e.score:.0%})" for c, e in ranked[:3])
+            return (f"no module holds at least {MODULE_MIN:.0%} of its code; best: {best}")
+        if not mine:
+            what = "where its submodules went does not confirm one" if had_children else \
+                "it has no top-level definitions to look for"
+            return f"no module named `{last}` (or a folded name) in the after tree, and {what}"
+        return (f"none of its {len(mine)} definitions is defined, with the same body, by a module "
+                f"of the after tree")
+
+
+def moved_map(before: str, after: str, prefix: str) -> Derived:
+    """Match every module under `prefix` in `before` to the module in `after` it moved to, then
+    every name those modules bind to the module that now defines it."""
+    root = prefix.split(".", 1)[0]
+    old = TreeIndex(before, (root,))
+    new = TreeIndex(after, (root,))
+    modules = sorted(m for m in old.files if is_under(m, prefix))
+    result = Derived(modules)
+    matcher = _Matcher(old, new, prefix)
+    # Deepest first: a package is confirmed by where its submodules went.
+    for module in sorted(modules, key=lambda m: (-m.count("."), m)):
+        matcher.match(module, result)
+    _withhold_unsafe_prefixes(result, new)
+    map_names(result, old, new, prefix)
+    return result
+
+
+def _withhold_unsafe_prefixes(result: Derived, new: TreeIndex) -> None:
+    """Withhold every line that, as a prefix, sends a module that did not move with it to a
+    module that does not exist; repeat (withholding one line changes where the next applies)."""
+    changed = True
+    while changed:
+        changed = False
+        for module in sorted(result.modules):
+            if module in result.mapped:
+                continue
+            target = result.effective(module)
+            if target is None or new.has_module(target):
+                continue
+            printed = result.printed()
+            owner = max((m for m in printed if is_under(module, m) and m != module), key=len)
+            result.withheld[owner] = (f"as a prefix it would send `{module}` (not matched: "
+                                      f"{'ambiguous' if module in result.ambiguous else 'unmatched'}) "
+                                      f"to `{target}`, which does not exist")
+            changed = True

@@ -1,0 +1,87 @@
+"""Per name: for every name an old module binds, the module of `after` that now defines it.
+
+A statement imports names, not modules: `from old.pkg import f` needs the module where `f` lives
+now, which is not always where `old.pkg`'s line points (the package re-exported `f` from a
+submodule that moved elsewhere; the module was split; the module matched nothing but `f` did).
+For each name `N` that a module `M` under PREFIX binds -- defines, or re-exports from another
+module of the tree (followed to the definition) --
+
+- if the printed module lines send `M` to a module that binds `N` with the same definition (body
+  similarity at least `SAME_DEFINITION`), nothing is needed;
+- else the modules of `after` (outside PREFIX) that define `N` with the same definition are
+  candidates; the one the defining module itself moved to wins, else the best; a tie (within
+  `TIE_MARGIN`) is listed, never guessed. The result is a line `M:N -> new.module:N`.
+
+Names imported from outside the tree (`from typing import Optional`) are not mapped: they were
+never the moved code.
+"""
+
+from __future__ import annotations
+
+from contracts.derive_map.model import SAME_DEFINITION, SAME_SIGNATURE, TIE_MARGIN, Derived, Evidence
+from contracts.engine.index import Definition, TreeIndex, same_definition
+from contracts.engine.resolve import is_under
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def map_names(result: Derived, old: TreeIndex, new: TreeIndex, prefix: str) -> None:
+    for module in result.modules:
+        # A module's own definitions; for a package, also the names it re-exports (a plain
+        # module's imports are its own business, not its interface).
+        wanted = set(old.definitions(module))
+        if old.is_package(module):
+            wanted |= set(old.names(module).imported)
+        wanted = sorted(n for n in wanted if not _dunder(n))
+        for name in wanted:
+            found = old.origin(module, name)
+            if found is None:
+                continue  # from outside the tree, or a submodule (a module line's business)
+            home, definition = found
+            target = result.effective(module)
+            if target is not None and _same_here(new, target, name, definition, SAME_DEFINITION):
+                continue
+            _place(result, new, prefix, module, name, home, definition, SAME_DEFINITION, TIE_MARGIN)
+
+
+def _same_here(new: TreeIndex, module: str, name: str, definition: Definition, threshold: float) -> bool:
+    if not new.binds(module, name):
+        return False
+    there = new.origin(module, name)
+    if there is None:
+        return not new.has_module(f"{module}.{name}")  # bound, but from outside the tree
+    return same_definition(definition, there[1], threshold, SAME_SIGNATURE) > 0
+
+
+def _place(result: Derived, new: TreeIndex, prefix: str, module: str, name: str, home: str,
+           definition: Definition, threshold: float, margin: float) -> None:
+    key = (module, name)
+    candidates = []
+    for m, d in new.definitions_of(definition.name):
+        if is_under(m, prefix):
+            continue
+        s = same_definition(definition, d, threshold, SAME_SIGNATURE)
+        if s:
+            candidates.append((m, s))
+    candidates.sort(key=lambda x: (-x[1], x[0]))
+    if not candidates:
+        near = [m for m, _ in new.definitions_of(definition.name) if not is_under(m, prefix)]
+        if near:
+            result.names_unmatched[key] = (f"`{definition.name}` is defined in "
+                                           f"{', '.join(f'`{m}`' for m in near[:3])}, but with another body")
+        else:
+            result.names_unmatched[key] = f"no module of the after tree defines `{definition.name}`"
+        return
+    # The module the defining module moved to wins; then the best; then a tie is listed.
+    moved_home = result.mapped.get(home) or result.effective(home)
+    pick = next(((m, s) for m, s in candidates if m == moved_home), None)
+    if pick is None:
+        tied = [(m, s) for m, s in candidates if s >= candidates[0][1] - margin]
+        if len(tied) > 1:
+            result.names_ambiguous[key] = tied
+            return
+        pick = candidates[0]
+    result.names[key] = (pick[0], definition.name)
+    result.name_evidence[key] = Evidence("definition", pick[1], ((definition.name, pick[1]),))

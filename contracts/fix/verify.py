@@ -1,0 +1,52 @@
+"""`--verify-against TREE`: does each rewritten import resolve in the new release?
+
+TREE is a directory that contains the top-level packages, a wheel, or `name==version` (see
+`contracts.engine.trees`). Each rewrite is checked before it is made: `import new.mod` needs the
+module; `from new.mod import a, b` needs the module and each name bound in it (defined, imported,
+re-exported, or a submodule; `contracts.engine.index`); a string target `new.mod:attr` or
+`new.mod.attr` needs the module and the attribute. A rewrite that fails is reported with the
+reason and not made. Nothing in TREE is imported.
+"""
+
+from __future__ import annotations
+
+from contracts.engine.index import TreeIndex
+from contracts.engine.trees import open_tree, top_level_names
+
+
+class Verifier:
+    def __init__(self, spec: str, option: str = "--verify-against") -> None:
+        self.spec = spec
+        directory = open_tree(spec, option)
+        self.index = TreeIndex(directory, top_level_names(directory))
+
+    def module(self, module: str) -> str | None:
+        """None when `module` exists in TREE, else why not."""
+        if self.index.has_module(module):
+            return None
+        return f"`{module}` does not exist in {self.spec}"
+
+    def names(self, module: str, names: list[str]) -> str | None:
+        """None when `from module import <names>` resolves in TREE, else why not."""
+        why = self.module(module)
+        if why is not None:
+            return why
+        lacking = [n for n in names if n != "*" and not self.index.binds(module, n)]
+        if lacking:
+            shown = ", ".join(f"`{n}`" for n in lacking)
+            return f"`{module}` in {self.spec} has no {shown}"
+        return None
+
+    def target(self, text: str) -> str | None:
+        """A string target: `module:attr.sub` or a dotted `module.attr` (a `mock.patch` target)."""
+        if ":" in text:
+            module, _, attr = text.partition(":")
+            return self.names(module, [attr.split(".", 1)[0]])
+        parts = text.split(".")
+        for i in range(len(parts), 0, -1):
+            module = ".".join(parts[:i])
+            if self.index.has_module(module):
+                if i == len(parts):
+                    return None
+                return self.names(module, [parts[i]])
+        return f"`{text}` does not exist in {self.spec}"
