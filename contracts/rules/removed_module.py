@@ -59,6 +59,12 @@ _WHERE = {"string": "string target", "importlib": "dynamic import target"}
 
 
 def references(model: Model, spec: RemovedSpec):
+    """(rel, importer, ref, imported) for every reference into a removed prefix."""
+    for rel, importer, ref, imported, _ in references_with_names(model, spec):
+        yield rel, importer, ref, imported
+
+
+def references_with_names(model: Model, spec: RemovedSpec):
     """(rel, importer, ref, imported, names) for every reference into a removed prefix; `names`:
     the names a `from imported import ...` statement takes from the module itself (not its
     submodules), in order ([] for other forms)."""
@@ -136,7 +142,7 @@ def from_targets(spec: RemovedSpec, module: str, names: list[str]) -> dict[str, 
 
 def check(model: Model, spec: RemovedSpec) -> list[Finding]:
     findings = []
-    for rel, importer, ref, imported, names in references(model, spec):
+    for rel, importer, ref, imported, names in references_with_names(model, spec):
         shown = imported + (f":{ref.attr}" if ref.attr else "")
         what = _WHERE.get(ref.kind, "lazy import" if ref.lazy else "import")
         prefix = spec.removed_prefix_of(imported)
