@@ -1,9 +1,11 @@
 """The import-linter face: contract types `lint-imports` runs beside its stock ones.
 
 Each `check()` runs the same engine and rules as the CLI (`contracts.check`), on the same
-`.importlinter`, sharing the CLI's cache. The graph import-linter passes in is not used for the
-rules: it lacks what grimp drops (imports of removed modules, directories without
-`__init__.py`), which is the point of these contracts.
+`.importlinter`, sharing the CLI's cache (`lint-imports --no-cache` turns it off here too). The
+graph import-linter passes in is not used for the rules: it lacks what grimp drops (imports of
+removed modules, directories without `__init__.py`), which is the point of these contracts.
+import-linter 2.17 builds it before any contract runs and reports its size, and offers a
+contract type no way to skip it: that cost stays (docs/benchmarks.md gives it).
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ def _config_path() -> str | None:
     return config_mod.config_source.importlinter_choice(os.getcwd())
 
 
+def _no_cache() -> bool:
+    return "--no-cache" in sys.argv[1:]
+
+
 def _src_for(root: str) -> str:
     # find_spec on a top-level name locates it without importing (executing) it.
     spec = importlib.util.find_spec(root)
@@ -80,7 +86,8 @@ class _OwnContract(Contract):
             getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers"}[self.kind]).append(self.spec)
         key = (src, cfg.fingerprint)
         if key not in _RUNS:
-            cache_dir = os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
+            # `lint-imports --no-cache` turns off this tool's cache too: every run is then cold.
+            cache_dir = None if _no_cache() else os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
             if not _RUNS:
                 for line in cfg.warnings:  # once per lint-imports run
                     print(f"namespace-lint: warning: {line}", file=sys.stderr)
