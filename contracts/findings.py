@@ -44,7 +44,10 @@ def shown_path(path: str, src: str, cwd: str | None = None) -> str:
     annotation's `file=` and an editor link name the file whatever `--src` was."""
     full = os.path.normpath(path if os.path.isabs(path) else os.path.join(src, *path.split("/")))
     here = os.getcwd() if cwd is None else cwd
-    for a, b in ((full, here), (os.path.realpath(full), os.path.realpath(here))):  # a symlinked cwd
+    # As given, then resolved (a symlinked cwd): resolving costs syscalls per path component,
+    # so only when the paths as given do not do (0.3 s for upstream's 730 findings otherwise).
+    for resolve in (False, True):
+        a, b = (os.path.realpath(full), os.path.realpath(here)) if resolve else (full, here)
         try:
             rel = os.path.relpath(a, b)
         except ValueError:  # another drive

@@ -41,6 +41,7 @@ class SourceFile:
     is_package: bool  # an __init__.py
     mtime_ns: int
     size: int
+    ctime_ns: int = 0  # as the walk saw it (0: not known, stat again)
 
 
 @dataclass
@@ -93,11 +94,16 @@ class _Walker:
     def __init__(self, result: Discovery) -> None:
         self.result = result
         self.inside = [os.path.realpath(result.src)]
+        self._top = os.path.join(result.src, "")
         self.walked: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> rel of its walk
         self.links: deque[tuple[str, list[str], int]] = deque()  # symlinked dirs, walked last
 
     def rel(self, path: str) -> str:
-        rel = os.path.relpath(path, self.result.src).replace(os.sep, "/")
+        top = self._top
+        # Below the source directory (every path the walk makes): cut the prefix off, not the
+        # far slower `relpath` (0.4 s for upstream's 4,719 files).
+        rel = path[len(top):] if path.startswith(top) and ".." not in path else os.path.relpath(path, self.result.src)
+        rel = rel.replace(os.sep, "/") if os.sep != "/" else rel
         # A name that is not UTF-8 arrives with surrogate escapes; show its bytes instead.
         return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
@@ -111,7 +117,7 @@ class _Walker:
             self.skip(path, f"cannot stat: {e.strerror or e}")
             return
         self.result.files.append(
-            SourceFile(path, self.rel(path), ".".join(parts), is_init, st.st_mtime_ns, st.st_size))
+            SourceFile(path, self.rel(path), ".".join(parts), is_init, st.st_mtime_ns, st.st_size, st.st_ctime_ns))
 
     def _is_inside(self, target: str) -> bool:
         return any(target == top or target.startswith(top + os.sep) for top in self.inside)

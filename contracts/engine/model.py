@@ -137,10 +137,12 @@ def _unchanged(entry: list, f: SourceFile) -> bool:
     write, even one that puts the mtime back (`cp -p`, `touch -d`) -- and not racy."""
     if entry[MTIME] != f.mtime_ns or entry[SIZE] != f.size:
         return False
-    try:
-        ctime = _ctime_ns(os.stat(f.path))
-    except OSError:
-        return False
+    ctime = f.ctime_ns
+    if not ctime:  # not from the walk (changed-files mode): ask
+        try:
+            ctime = _ctime_ns(os.stat(f.path))
+        except OSError:
+            return False
     return ctime == entry[CTIME] and not _racy(f.mtime_ns, ctime, entry[READ_AT])
 
 
@@ -220,8 +222,9 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
                 background.submit(batch, decoded)
                 submitted.update(b.rel for b in batch)
                 batch = []
-        # A file that names nothing checked is read again when its stat changes: no hash needed.
-        digest = content_digest(data) if cache is not None and flags else None
+        # Every file's hash (SHA-1: 0.04 s for upstream's 68 MB): after a fresh copy or checkout
+        # (every ctime new) the unchanged files are told by it, without the prefilter again.
+        digest = content_digest(data) if cache is not None else None
         records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
 
     by_rel = {f.rel: f for f in disc.files}
