@@ -2,7 +2,8 @@
 
 Run from the repo root: `python benchmarks/bench_mamba.py`. Cases (bf16 activations):
 - `causal_conv1d` prefill: 8 packed sequences of a few lengths, dim 2048, width 4, half of them
-  continuing from a cached state, SiLU; and decode (one token per sequence) for a few batches.
+  continuing from a cached state, SiLU; and `fused_causal_conv1d_update_decode` (one token per
+  sequence, the conv and the cache shift in one launch) for a few batches.
 - `transfer_kv_mamba_lf_pf` / `_pf_lf`: backing up request slots of a 4-layer SSM state pool
   into a page-first pinned host pool (every layer in one launch, through the layers' address
   table), and loading one layer back.
@@ -36,39 +37,43 @@ STATE_COPIES = [1, 16, 64]
 
 
 def _conv_cases(device):
-    from sglang.kernels.ops.mamba import causal_conv1d, causal_conv1d_ref
+    from sglang.kernels.ops.mamba import (
+        causal_conv1d,
+        causal_conv1d_ref,
+        fused_causal_conv1d_update_decode,
+        fused_causal_conv1d_update_decode_ref,
+    )
+    from sglang.srt.models.inkling_common.kernels.sconv import (
+        decode_sconv_metadata,
+        extend_sconv_metadata,
+    )
 
     weight = torch.randn(DIM, WIDTH, dtype=DTYPE, device=device) * 0.5
-    bias = torch.randn(DIM, dtype=DTYPE, device=device)
-    state = torch.randn(CACHE_LINES, DIM, WIDTH - 1, dtype=DTYPE, device=device)
+    cache = torch.randn(CACHE_LINES, WIDTH - 1, DIM, dtype=DTYPE, device=device)
     for seqlen in PREFILL_SEQLENS:
         x = torch.randn(PREFILL_BATCH * seqlen, DIM, dtype=DTYPE, device=device)
-        kw = {
-            "conv_state": state,
-            "query_start_loc": torch.arange(PREFILL_BATCH + 1, device=device, dtype=torch.int32) * seqlen,
-            "cache_indices": torch.randperm(CACHE_LINES, device=device)[:PREFILL_BATCH],
-            "has_initial_state": torch.arange(PREFILL_BATCH, device=device) % 2 == 0,
-            "activation": "silu",
-        }
+        meta = extend_sconv_metadata(
+            torch.arange(PREFILL_BATCH + 1, device=device, dtype=torch.int32) * seqlen,
+            torch.randperm(CACHE_LINES, device=device)[:PREFILL_BATCH],
+            torch.arange(PREFILL_BATCH, device=device) % 2 == 0,
+            x.shape[0],
+        )
+        args = (x, weight, cache, meta["cache_mask"], meta["safe_idx"], meta["cu"], meta["si"], "silu")
         yield (
             f"conv prefill {PREFILL_BATCH}x{seqlen}",
-            (lambda a=(x, weight, bias), k=kw: causal_conv1d(*a, **k)),
-            (lambda a=(x, weight, bias), k=kw: causal_conv1d_ref(*a, **k)),
-            state,
+            partial(causal_conv1d, *args),
+            partial(causal_conv1d_ref, *args),
+            cache,
         )
     for batch in DECODE_BATCHES:
         x = torch.randn(batch, DIM, dtype=DTYPE, device=device)
-        kw = {
-            "conv_state": state,
-            "cache_indices": torch.randperm(CACHE_LINES, device=device)[:batch],
-            "activation": "silu",
-            "decode": True,
-        }
+        meta = decode_sconv_metadata(torch.randperm(CACHE_LINES, device=device)[:batch])
+        args = (x, weight, cache, meta["cache_indices"], meta["cache_mask"], "silu")
         yield (
             f"conv decode B={batch}",
-            (lambda a=(x, weight, bias), k=kw: causal_conv1d(*a, **k)),
-            (lambda a=(x, weight, bias), k=kw: causal_conv1d_ref(*a, **k)),
-            state,
+            partial(fused_causal_conv1d_update_decode, *args),
+            partial(fused_causal_conv1d_update_decode_ref, *args),
+            cache,
         )
 
 
@@ -127,8 +132,8 @@ def _transfer_cases(device):
 
 
 def _check(run, run_ref, states) -> None:
-    """From one starting point: outputs within the bf16 tolerance, states bit-identical."""
-    from sglang.kernels.jit import tolerance
+    """From one starting point: outputs within one bf16 ulp (rounding-aware), states bit-identical."""
+    from sglang.kernels.jit import assert_close_rounded
 
     states = states if isinstance(states, list) else [states]
     start = [t.clone() for t in states]
@@ -138,8 +143,7 @@ def _check(run, run_ref, states) -> None:
         t.copy_(s0)
     out = run()
     if ref_out is not None:
-        atol, rtol = tolerance(DTYPE)
-        torch.testing.assert_close(out, ref_out, atol=atol, rtol=rtol)
+        assert_close_rounded(out, ref_out.float(), ulps=2)  # both rounded once from fp32
     for got, expected in zip(states, want):
         if not torch.equal(got, expected):
             raise AssertionError("kernel and reference left different states")

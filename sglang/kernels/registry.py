@@ -94,7 +94,13 @@ _ops("layernorm", "fused_eh_norm", "fused_eh_norm")
 _ops("layernorm", "norm", "fused_add_rmsnorm")
 _ops("kvcache", "hicache", "transfer_hicache_one_layer", "transfer_hicache_all_layer")
 _ops("kvcache", "kvcache", "store_cache")
-_ops("mamba", "inkling_sconv", "causal_conv1d")
+_ops(
+    "mamba",
+    "inkling_sconv",
+    "causal_conv1d",
+    "update_sconv_cache",
+    "fused_causal_conv1d_update_decode",
+)
 _ops("mamba", "transfer_mamba", "transfer_kv_mamba_pf_lf", "transfer_kv_mamba_lf_pf")
 _ops("communication", "all_reduce", "fused_parallel_qknorm")
 _ops("gemm", "dsv3_fused_a_gemm", "dsv3_fused_a_gemm")

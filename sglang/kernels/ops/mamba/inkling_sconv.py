@@ -1,22 +1,36 @@
-"""Short causal depthwise convolution (the "sconv" of Inkling / Mamba-style blocks) over packed
-variable-length sequences, with a per-request convolution-state cache.
+"""Inkling's short causal depthwise convolution ("sconv") over packed sequences, with its state cache.
 
-For channel d, token t of sequence b (tokens `bos_b <= t < eos_b` of x `[T, dim]`), width W:
+upstream 0.5.17's three entry points, their signatures and cache layout
+(`sconv_cache` `[max_slots, W-1, D]`, oldest input first; `PAD_SLOT_ID = -1`):
 
-    y[t, d] = act(bias[d] + sum_{k<W} weight[d, k] * h_b[t - (W-1) + k, d])  (+ x[t, d] if residual)
+- `causal_conv1d(x, weight, sconv_cache, cache_mask, safe_idx, cu, si, activation=None,
+  use_residual=True, is_decode=False) -> y` (prefill/extend). For token t of sequence s
+  (`bos = cu[s]`, `s = si[t]`) and tap k of width W (`weight` `[D, W]`):
 
-where `h_b[s] = x[s]` for `s >= bos_b`, and the W-1 positions before `bos_b` come from the
-sequence's cached state `conv_state[cache_indices[b], d, :]` (oldest first) when
-`has_initial_state[b]`, zeros otherwise. Afterwards the state holds the last W-1 inputs of the
-sequence (state and inputs concatenated, so a sequence shorter than W-1 keeps part of its old
-state). Decode is the same with one token per sequence (x `[batch, dim]`, state always read
-unless `has_initial_state[b]` is False), so prefill then decode equals one longer prefill.
+      src = t - (W-1) + k
+      tap = x[src]                                     if src >= bos
+          = sconv_cache[safe_idx[s], src - bos + W-1] * cache_mask[s]   if that is in [0, W-1)
+      y[t] = act(sum_k tap * weight[:, k]) (+ x[t] if use_residual)     fp32 accumulation
 
-Why a kernel: the conv runs in every such layer on every step over tiny widths (W = 4), so it is
-memory bound: torch would pad each sequence with its state, run `conv1d` per sequence and
-write the states back with separate gathers. The kernel reads every tap straight from x or the
-cache, accumulates in fp32 and fuses bias, SiLU and the residual; a second small launch writes
-the new states after the first has read the old ones.
+  The cache is read, not written (`update_sconv_cache` does that after); `cache_mask` (bool
+  `[B, 1, 1]`) zeroes the prefix of sequences without an initial state; `is_decode` drops the
+  mask (upstream's decode metadata is all ones).
+- `update_sconv_cache(x, sconv_cache, cache_indices, has_initial_state, query_start_loc)`: each
+  sequence's state becomes the last W-1 inputs of `[old_state (x has_initial_state) ++ x_seq]`,
+  in place; a PAD slot (-1) or an empty sequence is left untouched.
+- `fused_causal_conv1d_update_decode(x, weight, sconv_cache, cache_indices, cache_mask,
+  activation=None, use_residual=True, track_mask=None, track_indices=None) -> y` (decode, one
+  token per sequence): the conv over `[cache (x cache_mask) ++ x[b]]` and the cache shift in one
+  launch; with `track_mask`/`track_indices` the new window is also written to slot
+  `track_indices[b]` where `track_mask[b]` (prefix caching).
+
+Why kernels: the conv runs in every such layer on every step over tiny widths (W = 4), so it
+is memory bound; torch would gather each sequence's prefix, pad, convolve per sequence and
+scatter the states back (at decode: a thousand small ops and a host sync per step). Each kernel
+reads every tap straight from `x` or the cache, accumulates in fp32 and fuses SiLU and the
+residual. All three are registered custom ops (`sglang::inkling_*`) and read no tensor values
+on the host: the metadata is device data that the kernels index with; slots are clamped
+(`max(ci, 0)`) and masked as upstream's, so PAD lanes of a CUDA-graph padded batch are harmless.
 """
 
 from __future__ import annotations
@@ -30,18 +44,21 @@ import triton.language as tl
 
 from sglang.kernels.jit import next_power_of_2, use_triton
 
-# Activations the kernel fuses.
-_ACTIVATIONS = (None, "silu")
+PAD_SLOT_ID = -1
 
-# Input dtypes (x, conv_state); weights and bias may be any of them too.
+# Activations the kernels fuse ("swish" is upstream's alias of "silu").
+_ACTIVATIONS = (None, "silu", "swish")
+
+# Activation dtypes (x, sconv_cache); the weight may be any of them too.
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
-# The taps are unrolled at compile time; 16 covers every short conv in use (W = 2..4) with room,
-# and bounds the unrolled body.
+# The taps are unrolled at compile time; 16 covers every short conv in use (W = 2..4) with room.
 _MAX_WIDTH = 16
 
-# 16 tokens per program: each tile re-reads W-1 halo rows, (W-1)/16 = 19% extra traffic at W=4.
+# 16 tokens per prefill program: each tile re-reads W-1 halo rows, (W-1)/16 = 19% extra traffic
+# at W=4. Decode programs take 2 tokens (one per sequence), as upstream's heuristic for T <= 2048.
 _BLOCK_T = 16
+_DECODE_BLOCK_T = 2
 # Up to 128 channels per program: channels are the contiguous axis, 128 bf16 = 256 bytes, two
 # full 128-byte lines per token row; narrower layers use their own power of two.
 _MAX_BLOCK_D = 128
@@ -51,27 +68,26 @@ _MAX_BLOCK_D = 128
 def _causal_conv1d_kernel(
     x_ptr,  # [T, D] packed input tokens
     w_ptr,  # [D, W] depthwise weights
-    bias_ptr,  # [D] bias (unused unless HAS_BIAS)
-    state_ptr,  # [C, D, W-1] conv-state cache, oldest input first (unused unless HAS_STATE)
-    out_ptr,  # [T, D] output, contiguous
-    seq_idx_ptr,  # int32 [T] sequence of each token
-    qsl_ptr,  # int64 [B+1] sequence start offsets
-    line_ptr,  # int64 [B] cache line of each sequence
-    init_ptr,  # int8 [B] 1 when the sequence starts from its cached state
-    x_row_stride,
-    x_col_stride,
-    w_row_stride,
-    w_col_stride,
-    state_line_stride,
-    state_dim_stride,
-    state_w_stride,
+    cache_ptr,  # [max_slots, W-1, D] conv states, oldest input first (read only)
+    y_ptr,  # [T, D] output, contiguous
+    safe_idx_ptr,  # int [B] cache slot of each sequence (clamped >= 0)
+    cache_mask_ptr,  # bool [B, 1, 1] 1 where the sequence continues its cached state
+    cu_ptr,  # int [B+1] sequence start offsets
+    si_ptr,  # int32 [T] sequence of each token
+    x_t_stride,
+    x_d_stride,
+    w_d_stride,
+    w_k_stride,
+    cache_slot_stride,
+    cache_w_stride,
+    cache_d_stride,
+    cm_stride,  # cache_mask stride between sequences
     n_tokens,  # T
     n_cols,  # D
     W: tl.constexpr,  # kernel width
-    HAS_BIAS: tl.constexpr,
-    HAS_STATE: tl.constexpr,
     SILU: tl.constexpr,
     RESIDUAL: tl.constexpr,
+    IS_DECODE: tl.constexpr,  # the prefix mask is all ones: not read
     BLOCK_T: tl.constexpr,  # tokens per program
     BLOCK_D: tl.constexpr,  # channels per program, a power of two
 ):
@@ -83,441 +99,652 @@ def _causal_conv1d_kernel(
     d_mask = d_offs < n_cols
     td_mask = t_mask[:, None] & d_mask[None, :]
 
-    seq = tl.load(seq_idx_ptr + t_offs, mask=t_mask, other=0)
-    bos = tl.load(qsl_ptr + seq, mask=t_mask, other=0)
-    if HAS_STATE:
-        line = tl.load(line_ptr + seq, mask=t_mask, other=0)
-        init = tl.load(init_ptr + seq, mask=t_mask, other=0) != 0
+    seq = tl.load(si_ptr + t_offs, mask=t_mask, other=0).to(tl.int64)
+    bos = tl.load(cu_ptr + seq, mask=t_mask, other=0).to(tl.int64)
+    slot = tl.load(safe_idx_ptr + seq, mask=t_mask, other=0).to(tl.int64)
+    if IS_DECODE:
+        use_prefix = t_mask
+    else:
+        use_prefix = tl.load(cache_mask_ptr + seq * cm_stride, mask=t_mask, other=0) != 0
 
     acc = tl.zeros([BLOCK_T, BLOCK_D], dtype=tl.float32)
     for k in tl.static_range(W):
         src = t_offs.to(tl.int64) - (W - 1) + k  # input position of tap k
         in_x = src >= bos
         tap = tl.load(
-            x_ptr + src[:, None] * x_row_stride + d_offs[None, :] * x_col_stride,
+            x_ptr + src[:, None] * x_t_stride + d_offs[None, :] * x_d_stride,
             mask=td_mask & in_x[:, None],
             other=0.0,
         ).to(tl.float32)
-        if HAS_STATE and k < W - 1:  # only the first W-1 taps can reach before bos
+        if k < W - 1:  # only the first W-1 taps can reach before bos
             pos = src - bos + (W - 1)  # position in the cached state, in [0, W-1) there
-            from_state = (~in_x) & init
+            from_cache = (~in_x) & (pos >= 0) & use_prefix
             tap += tl.load(
-                state_ptr
-                + line[:, None] * state_line_stride
-                + d_offs[None, :] * state_dim_stride
-                + pos[:, None] * state_w_stride,
-                mask=td_mask & from_state[:, None],
+                cache_ptr
+                + slot[:, None] * cache_slot_stride
+                + pos[:, None] * cache_w_stride
+                + d_offs[None, :] * cache_d_stride,
+                mask=td_mask & from_cache[:, None],
                 other=0.0,
             ).to(tl.float32)
-        w = tl.load(
-            w_ptr + d_offs * w_row_stride + k * w_col_stride, mask=d_mask, other=0.0
-        )
+        w = tl.load(w_ptr + d_offs * w_d_stride + k * w_k_stride, mask=d_mask, other=0.0)
         acc += tap * w.to(tl.float32)[None, :]
 
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + d_offs, mask=d_mask, other=0.0).to(tl.float32)[
-            None, :
-        ]
     if SILU:
         acc = acc * tl.sigmoid(acc)
     if RESIDUAL:
         x_cur = tl.load(
-            x_ptr
-            + t_offs[:, None].to(tl.int64) * x_row_stride
-            + d_offs[None, :] * x_col_stride,
+            x_ptr + t_offs[:, None].to(tl.int64) * x_t_stride + d_offs[None, :] * x_d_stride,
             mask=td_mask,
             other=0.0,
         )
         acc += x_cur.to(tl.float32)
     out_offs = t_offs[:, None].to(tl.int64) * n_cols + d_offs[None, :]
-    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=td_mask)
+    tl.store(y_ptr + out_offs, acc.to(y_ptr.dtype.element_ty), mask=td_mask)
 
 
 @triton.jit
-def _conv_state_update_kernel(
+def _update_sconv_cache_kernel(
     x_ptr,  # [T, D] packed input tokens
-    state_ptr,  # [C, D, W-1] conv-state cache, updated in place
-    qsl_ptr,  # int64 [B+1] sequence start offsets
-    line_ptr,  # int64 [B] cache line of each sequence (no duplicates)
-    init_ptr,  # int8 [B] 1 when the old state is part of the sequence's history
-    x_row_stride,
-    x_col_stride,
-    state_line_stride,
-    state_dim_stride,
-    state_w_stride,
+    cache_ptr,  # [max_slots, W-1, D] conv states, updated in place
+    ci_ptr,  # int [B] cache slot of each sequence (PAD_SLOT_ID = -1: skipped)
+    init_ptr,  # bool [B] the old state is part of the sequence's history
+    qsl_ptr,  # int [B+1] sequence start offsets
+    x_t_stride,
+    x_d_stride,
+    cache_slot_stride,
+    cache_w_stride,
+    cache_d_stride,
     n_cols,  # D
-    W: tl.constexpr,  # kernel width
-    BLOCK_W: tl.constexpr,  # next power of two >= W-1
+    W1: tl.constexpr,  # W - 1, the state length
+    BLOCK_W: tl.constexpr,  # next power of two >= W - 1
     BLOCK_D: tl.constexpr,  # channels per program, a power of two
 ):
     pid = tl.program_id(0)  # sequence
     pid_d = tl.program_id(1)  # channel tile
     d_offs = pid_d * BLOCK_D + tl.arange(0, BLOCK_D)
-    j = tl.arange(0, BLOCK_W)  # slot of the new state
+    j = tl.arange(0, BLOCK_W)  # position in the new state
     d_mask = d_offs < n_cols
-    dj_mask = d_mask[:, None] & (j < W - 1)[None, :]
+    jd_mask = (j < W1)[:, None] & d_mask[None, :]
 
-    bos = tl.load(qsl_ptr + pid)
-    seqlen = tl.load(qsl_ptr + pid + 1) - bos
-    line = tl.load(line_ptr + pid)
-    init = (
-        tl.load(init_ptr + pid + tl.zeros_like(j)) != 0
-    )  # [BLOCK_W], a tensor mask for load
+    ci = tl.load(ci_ptr + pid + tl.zeros_like(j)).to(tl.int64)  # [BLOCK_W], a tensor mask
+    start = tl.load(qsl_ptr + pid).to(tl.int64)
+    # As a [BLOCK_W] tensor: the interpreter rejects masks that mix tensors with scalar bools.
+    seqlen = tl.load(qsl_ptr + pid + 1 + tl.zeros_like(j)).to(tl.int64) - start
+    init = tl.load(init_ptr + pid + tl.zeros_like(j)) != 0
+    valid = (ci != -1) & (seqlen > 0)
+    slot = tl.maximum(ci, 0)
 
-    p = (
-        seqlen - (W - 1) + j
-    )  # sequence position that lands in slot j; < 0 reaches the old state
+    p = seqlen - W1 + j  # sequence position landing in state slot j; < 0 reaches the old state
     from_x = p >= 0
     new = tl.load(
-        x_ptr + (bos + p)[None, :] * x_row_stride + d_offs[:, None] * x_col_stride,
-        mask=dj_mask & from_x[None, :],
+        x_ptr + (start + p)[:, None] * x_t_stride + d_offs[None, :] * x_d_stride,
+        mask=jd_mask & from_x[:, None],
         other=0.0,
-    ).to(tl.float32)
-    state_row = (
-        state_ptr + line * state_line_stride + d_offs[:, None] * state_dim_stride
     )
+    row = cache_ptr + slot[:, None] * cache_slot_stride + d_offs[None, :] * cache_d_stride
     old = tl.load(
-        state_row + (j + seqlen)[None, :] * state_w_stride,
-        mask=dj_mask & ((~from_x) & init)[None, :],
+        row + (j + seqlen)[:, None] * cache_w_stride,
+        mask=jd_mask & ((~from_x) & init & valid)[:, None],
         other=0.0,
-    ).to(tl.float32)
-    # Every read above precedes this store, and this program alone owns (line, d_offs).
+    )
+    # Every read above precedes this store, and this program alone owns (slot, d_offs).
     tl.store(
-        state_row + j[None, :] * state_w_stride,
-        tl.where(from_x[None, :], new, old).to(state_ptr.dtype.element_ty),
-        mask=dj_mask,
+        row + j[:, None] * cache_w_stride,
+        tl.where(from_x[:, None], new, old).to(cache_ptr.dtype.element_ty),
+        mask=jd_mask & valid[:, None],
     )
 
 
-def _metadata(x, conv_state, query_start_loc, cache_indices, has_initial_state, decode):
-    """(query_start_loc int64 [B+1], cache lines int64 [B] or None, has_initial_state bool [B])."""
-    n_tokens, device = x.shape[0], x.device
-    if decode:
-        qsl = torch.arange(n_tokens + 1, dtype=torch.int64, device=device)
-    elif query_start_loc is None:
-        qsl = torch.tensor([0, n_tokens], dtype=torch.int64, device=device)
-    else:
-        qsl = query_start_loc.to(torch.int64)
-    n_seqs = qsl.numel() - 1
-    lines = None
-    if conv_state is not None:
-        lines = (
-            torch.arange(n_seqs, dtype=torch.int64, device=device)
-            if cache_indices is None
-            else cache_indices.to(torch.int64)
-        )
-    if has_initial_state is None:
-        init = torch.full(
-            (n_seqs,), bool(decode and conv_state is not None), device=device
-        )
-    else:
-        init = has_initial_state.to(torch.bool)
-    return qsl, lines, init
+@triton.jit
+def _fused_causal_conv1d_update_decode_kernel(
+    x_ptr,  # [B, D] one token per sequence
+    w_ptr,  # [D, W] depthwise weights
+    cache_ptr,  # [max_slots, W-1, D] conv states, shifted in place
+    y_ptr,  # [B, D] output, contiguous
+    ci_ptr,  # int [B] cache slot of each sequence (PAD_SLOT_ID = -1: not written)
+    cm_ptr,  # bool [B] the cached state is used
+    track_mask_ptr,  # bool [B] also snapshot the new window (read only if DO_TRACK)
+    track_idx_ptr,  # int [B] snapshot slot (read only if DO_TRACK)
+    x_t_stride,
+    x_d_stride,
+    w_d_stride,
+    w_k_stride,
+    cache_slot_stride,
+    cache_w_stride,
+    cache_d_stride,
+    track_stride,  # track_indices stride
+    n_tokens,  # B
+    n_cols,  # D
+    W: tl.constexpr,  # kernel width
+    SILU: tl.constexpr,
+    RESIDUAL: tl.constexpr,
+    DO_TRACK: tl.constexpr,
+    BLOCK_T: tl.constexpr,  # sequences per program
+    BLOCK_D: tl.constexpr,  # channels per program, a power of two
+):
+    pid = tl.program_id(0)
+    pid_d = tl.program_id(1)
+    t_offs = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+    d_offs = pid_d * BLOCK_D + tl.arange(0, BLOCK_D)
+    t_mask = t_offs < n_tokens
+    d_mask = d_offs < n_cols
+    td_mask = t_mask[:, None] & d_mask[None, :]
+
+    ci = tl.load(ci_ptr + t_offs, mask=t_mask, other=-1).to(tl.int64)
+    valid = ci != -1
+    slot = tl.maximum(ci, 0)
+    cm = tl.load(cm_ptr + t_offs, mask=t_mask, other=0) != 0
+    row = cache_ptr + slot[:, None] * cache_slot_stride + d_offs[None, :] * cache_d_stride
+    tap_mask = td_mask & cm[:, None]
+
+    acc = tl.zeros([BLOCK_T, BLOCK_D], dtype=tl.float32)
+    for k in tl.static_range(W - 1):  # the cached history
+        tap = tl.load(row + k * cache_w_stride, mask=tap_mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + d_offs * w_d_stride + k * w_k_stride, mask=d_mask, other=0.0)
+        acc += tap * w.to(tl.float32)[None, :]
+    x = tl.load(
+        x_ptr + t_offs[:, None].to(tl.int64) * x_t_stride + d_offs[None, :] * x_d_stride,
+        mask=td_mask,
+        other=0.0,
+    )
+    w_last = tl.load(w_ptr + d_offs * w_d_stride + (W - 1) * w_k_stride, mask=d_mask, other=0.0)
+    acc += x.to(tl.float32) * w_last.to(tl.float32)[None, :]
+    if SILU:
+        acc = acc * tl.sigmoid(acc)
+    if RESIDUAL:
+        acc += x.to(tl.float32)
+    out_offs = t_offs[:, None].to(tl.int64) * n_cols + d_offs[None, :]
+    tl.store(y_ptr + out_offs, acc.to(y_ptr.dtype.element_ty), mask=td_mask)
+
+    # Shift: state[k] = state[k+1] (x cm) for k < W-2, state[W-2] = x. Increasing k reads k+1
+    # before the store of step k+1 overwrites it, and this program alone owns (slot, d_offs).
+    write_mask = td_mask & valid[:, None]
+    if DO_TRACK:
+        real = t_mask & valid
+        track = tl.load(track_mask_ptr + t_offs, mask=real, other=0) != 0
+        track_slot = tl.load(track_idx_ptr + t_offs * track_stride, mask=real, other=0).to(tl.int64)
+        track_row = cache_ptr + track_slot[:, None] * cache_slot_stride + d_offs[None, :] * cache_d_stride
+        track_write = write_mask & track[:, None]
+    for k in tl.static_range(W - 2):
+        shifted = tl.load(row + (k + 1) * cache_w_stride, mask=tap_mask, other=0.0)
+        tl.store(row + k * cache_w_stride, shifted, mask=write_mask)
+        if DO_TRACK:
+            tl.store(track_row + k * cache_w_stride, shifted, mask=track_write)
+    tl.store(row + (W - 2) * cache_w_stride, x.to(cache_ptr.dtype.element_ty), mask=write_mask)
+    if DO_TRACK:
+        tl.store(track_row + (W - 2) * cache_w_stride, x.to(cache_ptr.dtype.element_ty), mask=track_write)
+
+
+def _act(y: torch.Tensor, activation) -> torch.Tensor:
+    return F.silu(y) if activation in ("silu", "swish") else y
 
 
 def causal_conv1d_ref(
     x: torch.Tensor,
     weight: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    *,
-    conv_state: torch.Tensor | None = None,
-    query_start_loc: torch.Tensor | None = None,
-    cache_indices: torch.Tensor | None = None,
-    has_initial_state: torch.Tensor | None = None,
+    sconv_cache: torch.Tensor,
+    cache_mask: torch.Tensor,
+    safe_idx: torch.Tensor,
+    cu: torch.Tensor,
+    si: torch.Tensor,
     activation: str | None = None,
-    residual: bool = False,
-    decode: bool = False,
+    use_residual: bool = True,
+    is_decode: bool = False,
 ) -> torch.Tensor:
-    """Pure-torch reference, one sequence at a time in fp32; updates `conv_state` in place."""
-    if x.shape[0] == 0:
+    """Pure-torch reference in fp32, vectorized over tokens (no host read of the metadata)."""
+    n_tokens, width = x.shape[0], weight.shape[1]
+    if n_tokens == 0:
         return torch.empty_like(x)
-    qsl, lines, init = _metadata(
-        x, conv_state, query_start_loc, cache_indices, has_initial_state, decode
-    )
-    dim, width = x.shape[1], weight.shape[1]
     xf, wf = x.float(), weight.float()
-    out = torch.empty_like(xf)
-    bounds, starts_from_state = qsl.tolist(), init.tolist()
-    new_states = []
-    for b in range(len(bounds) - 1):
-        bos, eos = bounds[b], bounds[b + 1]
-        history = torch.zeros(dim, width - 1, dtype=torch.float32, device=x.device)
-        if conv_state is not None and starts_from_state[b]:
-            history = conv_state[lines[b]].float()
-        padded = torch.cat([history, xf[bos:eos].t()], dim=1)  # [D, W-1+L]
-        if eos > bos:
-            windows = padded.unfold(
-                1, width, 1
-            )  # [D, L, W]: window l ends at token bos+l
-            y = (windows * wf[:, None, :]).sum(-1)  # [D, L]
-            if bias is not None:
-                y = y + bias.float()[:, None]
-            out[bos:eos] = y.t()
-        if conv_state is not None:
-            new_states.append((lines[b], padded[:, padded.shape[1] - (width - 1) :]))
-    if activation == "silu":
-        out = F.silu(out)
-    if residual:
-        out = out + xf
-    for line, state in new_states:  # after every read, as the kernel does
-        conv_state[line] = state.to(conv_state.dtype)
-    return out.to(x.dtype)
+    seq = si.long()
+    bos = cu.long()[seq]  # [T]
+    slot = safe_idx.long()[seq]
+    use_prefix = torch.ones_like(seq, dtype=torch.bool) if is_decode else cache_mask.reshape(-1)[seq].bool()
+    t = torch.arange(n_tokens, device=x.device)
+    acc = torch.zeros_like(xf)
+    for k in range(width):
+        src = t - (width - 1) + k
+        in_x = src >= bos
+        tap = torch.where(in_x[:, None], xf[src.clamp(min=0)], 0.0)
+        if k < width - 1:
+            pos = src - bos + (width - 1)
+            from_cache = ~in_x & (pos >= 0) & use_prefix
+            cached = sconv_cache[slot, pos.clamp(0, width - 2)].float()
+            tap = tap + torch.where(from_cache[:, None], cached, 0.0)
+        acc = acc + tap * wf[:, k]
+    acc = _act(acc, activation)
+    if use_residual:
+        acc = acc + xf
+    return acc.to(x.dtype)
 
 
-def _fail(arg: str, must: str, t) -> None:
-    got = f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else repr(t)
-    raise ValueError(f"causal_conv1d: {arg} must {must}, got {got}")
-
-
-def _validate(
-    x,
-    weight,
-    bias,
-    conv_state,
-    query_start_loc,
-    cache_indices,
-    has_initial_state,
-    activation,
-    residual,
-    decode,
+def update_sconv_cache_ref(
+    x: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    cache_indices: torch.Tensor,
+    has_initial_state: torch.Tensor,
+    query_start_loc: torch.Tensor,
 ) -> None:
+    """Pure-torch reference, one sequence at a time (it reads the metadata on the host)."""
+    width1 = sconv_cache.shape[1]
+    bounds = query_start_loc.long().tolist()
+    for b, (slot, init) in enumerate(zip(cache_indices.tolist(), has_initial_state.tolist())):
+        start, end = bounds[b], bounds[b + 1]
+        if slot == PAD_SLOT_ID or end == start:
+            continue
+        old = sconv_cache[slot] if init else torch.zeros_like(sconv_cache[slot])
+        stream = torch.cat([old, x[start:end].to(sconv_cache.dtype)], dim=0)
+        sconv_cache[slot] = stream[stream.shape[0] - width1 :]
+
+
+def fused_causal_conv1d_update_decode_ref(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    cache_indices: torch.Tensor,
+    cache_mask: torch.Tensor,
+    activation: str | None = None,
+    use_residual: bool = True,
+    track_mask: torch.Tensor | None = None,
+    track_indices: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Pure-torch reference: the conv over `[cache x cache_mask ++ x]`, then the shift (and the snapshot)."""
+    ci = cache_indices.long()
+    valid = ci != PAD_SLOT_ID
+    slot = ci.clamp(min=0)
+    cm = cache_mask.reshape(-1).bool()
+    window = torch.where(cm[:, None, None], sconv_cache[slot].float(), 0.0)  # [B, W-1, D]
+    taps = torch.cat([window, x.float()[:, None]], dim=1)  # [B, W, D]
+    y = (taps * weight.float().t()[None]).sum(1)
+    y = _act(y, activation)
+    if use_residual:
+        y = y + x.float()
+    new = taps[:, 1:].to(sconv_cache.dtype)
+    rows = valid.nonzero().flatten()  # a reference: the host read is fine here
+    sconv_cache[slot[rows]] = new[rows]
+    if track_mask is not None:
+        snap = rows[track_mask.reshape(-1).bool()[rows]]
+        sconv_cache[track_indices.long()[snap]] = new[snap]
+    return y.to(x.dtype)
+
+
+def _fail(op: str, arg: str, must: str, t) -> None:
+    got = f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else repr(t)
+    raise ValueError(f"{op}: {arg} must {must}, got {got}")
+
+
+def _check_common(op, x, weight, sconv_cache, activation, use_residual) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype not in _DTYPES:
-        _fail("x", "be a 2-D float32/float16/bfloat16 tensor [tokens, dim]", x)
-    if x.stride(1) != 1 and x.shape[1] > 1:
-        _fail("x", "be contiguous along dim (stride 1)", x)
-    n_tokens, dim = x.shape
+        _fail(op, "x", "be a 2-D float32/float16/bfloat16 tensor [tokens, dim]", x)
+    dim = x.shape[1]
     if (
         not isinstance(weight, torch.Tensor)
         or weight.dim() != 2
         or weight.shape[0] != dim
         or weight.dtype not in _DTYPES
     ):
-        _fail("weight", f"be a float tensor [{dim}, width]", weight)
+        _fail(op, "weight", f"be a float tensor [{dim}, width]", weight)
     width = weight.shape[1]
     if not 2 <= width <= _MAX_WIDTH:
-        _fail("weight", f"have a width in [2, {_MAX_WIDTH}]", weight)
-    if bias is not None and (
-        not isinstance(bias, torch.Tensor)
-        or tuple(bias.shape) != (dim,)
-        or bias.dtype not in _DTYPES
+        _fail(op, "weight", f"have a width in [2, {_MAX_WIDTH}]", weight)
+    if (
+        not isinstance(sconv_cache, torch.Tensor)
+        or sconv_cache.dim() != 3
+        or tuple(sconv_cache.shape[1:]) != (width - 1, dim)
     ):
-        _fail("bias", f"be None or a float tensor [{dim}]", bias)
+        _fail(op, "sconv_cache", f"be a tensor [max_slots, {width - 1}, {dim}]", sconv_cache)
+    if sconv_cache.dtype != x.dtype:
+        _fail(op, "sconv_cache", f"have x's dtype {x.dtype}", sconv_cache)
     if activation not in _ACTIVATIONS:
-        _fail("activation", "be None or 'silu'", activation)
-    if not isinstance(residual, bool):
-        _fail("residual", "be a bool", residual)
-    if not isinstance(decode, bool):
-        _fail("decode", "be a bool", decode)
+        _fail(op, "activation", "be None, 'silu' or 'swish'", activation)
+    if not isinstance(use_residual, bool):
+        _fail(op, "use_residual", "be a bool", use_residual)
+    for arg, t in (("weight", weight), ("sconv_cache", sconv_cache)):
+        if t.device != x.device:
+            raise ValueError(f"{op}: {arg} must be on {x.device} like x, got {t.device}")
 
-    if conv_state is not None:
-        if (
-            not isinstance(conv_state, torch.Tensor)
-            or conv_state.dim() != 3
-            or tuple(conv_state.shape[1:]) != (dim, width - 1)
-        ):
-            _fail(
-                "conv_state",
-                f"be a tensor [num_cache_lines, {dim}, {width - 1}]",
-                conv_state,
+
+def _check_meta(op: str, x, named: dict) -> None:
+    """Metadata: integer/bool tensors of the given lengths on x's device (shapes only)."""
+    for arg, (t, shape, kinds) in named.items():
+        ok = isinstance(t, torch.Tensor) and t.numel() == shape and t.dim() >= 1 and not t.is_floating_point()
+        if ok and kinds == "int":
+            ok = t.dtype in (torch.int32, torch.int64)
+        if ok and kinds == "bool":
+            ok = t.dtype in (torch.bool, torch.int8, torch.uint8, torch.int32, torch.int64)
+        if not ok:
+            _fail(op, arg, f"be a {kinds} tensor of {shape} elements", t)
+        if t.device != x.device:
+            raise ValueError(f"{op}: {arg} must be on {x.device} like x, got {t.device}")
+
+
+def _block_d(dim: int) -> int:
+    return min(next_power_of_2(dim), _MAX_BLOCK_D)
+
+
+def _on(device: torch.device):
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
+@torch.library.custom_op("sglang::inkling_causal_conv1d", mutates_args=("y",))
+def _causal_conv1d_op(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    cache_mask: torch.Tensor,
+    safe_idx: torch.Tensor,
+    cu: torch.Tensor,
+    si: torch.Tensor,
+    silu: bool,
+    use_residual: bool,
+    is_decode: bool,
+    y: torch.Tensor,
+) -> None:
+    if not use_triton(x, weight, sconv_cache):
+        y.copy_(
+            causal_conv1d_ref(
+                x,
+                weight,
+                sconv_cache,
+                cache_mask,
+                safe_idx,
+                cu,
+                si,
+                "silu" if silu else None,
+                use_residual,
+                is_decode,
             )
-        if conv_state.dtype != x.dtype:
-            _fail("conv_state", f"have x's dtype {x.dtype}", conv_state)
-    elif decode:
-        _fail("conv_state", "be given in decode mode", conv_state)
-    else:
-        for arg, t in (
-            ("cache_indices", cache_indices),
-            ("has_initial_state", has_initial_state),
-        ):
-            if t is not None:
-                _fail(arg, "be None when conv_state is None", t)
-
-    if decode:
-        if query_start_loc is not None:
-            _fail(
-                "query_start_loc",
-                "be None in decode mode (one token per sequence)",
-                query_start_loc,
-            )
-        n_seqs = n_tokens
-    elif query_start_loc is not None:
-        qsl = query_start_loc
-        if (
-            not isinstance(qsl, torch.Tensor)
-            or qsl.dim() != 1
-            or qsl.numel() < 1
-            or qsl.dtype not in (torch.int32, torch.int64)
-        ):
-            _fail("query_start_loc", "be a 1-D int32/int64 tensor [batch + 1]", qsl)
-        if qsl.numel() and (
-            int(qsl[0]) != 0
-            or int(qsl[-1]) != n_tokens
-            or bool((qsl[1:] < qsl[:-1]).any())
-        ):
-            _fail("query_start_loc", f"rise from 0 to {n_tokens} (x's tokens)", qsl)
-        n_seqs = qsl.numel() - 1
-    else:
-        n_seqs = 1
-
-    if cache_indices is not None:
-        ci = cache_indices
-        if (
-            not isinstance(ci, torch.Tensor)
-            or tuple(ci.shape) != (n_seqs,)
-            or ci.dtype not in (torch.int32, torch.int64)
-        ):
-            _fail("cache_indices", f"be a 1-D int32/int64 tensor [{n_seqs}]", ci)
-        if n_seqs:
-            lo, hi = int(ci.min()), int(ci.max())
-            if lo < 0 or hi >= conv_state.shape[0]:
-                _fail("cache_indices", f"lie in [0, {conv_state.shape[0]})", ci)
-            if torch.unique(ci).numel() != n_seqs:
-                _fail(
-                    "cache_indices",
-                    "not repeat a cache line (two sequences would race)",
-                    ci,
-                )
-    elif conv_state is not None and conv_state.shape[0] < n_seqs:
-        _fail(
-            "conv_state",
-            f"have a cache line per sequence ({n_seqs}) when cache_indices is None",
-            conv_state,
         )
-    if has_initial_state is not None:
-        hs = has_initial_state
-        if (
-            not isinstance(hs, torch.Tensor)
-            or tuple(hs.shape) != (n_seqs,)
-            or hs.is_floating_point()
-        ):
-            _fail("has_initial_state", f"be a 1-D bool/int tensor [{n_seqs}]", hs)
+        return
+    n_tokens, dim = x.shape
+    block_d = _block_d(dim)
+    cm = cache_mask.reshape(-1)
+    with _on(x.device):
+        _causal_conv1d_kernel[(triton.cdiv(n_tokens, _BLOCK_T), triton.cdiv(dim, block_d))](
+            x,
+            weight,
+            sconv_cache,
+            y,
+            safe_idx,
+            cm,
+            cu,
+            si,
+            x.stride(0),
+            x.stride(1),
+            weight.stride(0),
+            weight.stride(1),
+            *sconv_cache.stride(),
+            cm.stride(0),
+            n_tokens,
+            dim,
+            W=weight.shape[1],
+            SILU=silu,
+            RESIDUAL=use_residual,
+            IS_DECODE=is_decode,
+            BLOCK_T=_BLOCK_T,
+            BLOCK_D=block_d,
+        )
 
-    named = {
-        "weight": weight,
-        "bias": bias,
-        "conv_state": conv_state,
-        "query_start_loc": query_start_loc,
-        "cache_indices": cache_indices,
-        "has_initial_state": has_initial_state,
-    }
-    for arg, t in named.items():
-        if t is not None and t.device != x.device:
-            raise ValueError(
-                f"causal_conv1d: {arg} must be on {x.device} like x, got {t.device}"
-            )
+
+@_causal_conv1d_op.register_fake
+def _(x, weight, sconv_cache, cache_mask, safe_idx, cu, si, silu, use_residual, is_decode, y) -> None:
+    return None
 
 
 def causal_conv1d(
     x: torch.Tensor,
     weight: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    *,
-    conv_state: torch.Tensor | None = None,
-    query_start_loc: torch.Tensor | None = None,
-    cache_indices: torch.Tensor | None = None,
-    has_initial_state: torch.Tensor | None = None,
+    sconv_cache: torch.Tensor,
+    cache_mask: torch.Tensor,
+    safe_idx: torch.Tensor,
+    cu: torch.Tensor,
+    si: torch.Tensor,
     activation: str | None = None,
-    residual: bool = False,
-    decode: bool = False,
+    use_residual: bool = True,
+    is_decode: bool = False,
 ) -> torch.Tensor:
-    """Causal depthwise conv over packed sequences; returns `out` (x's shape and dtype).
+    """Depthwise causal conv over packed `[T, D]` tokens, prefix taps read from `sconv_cache`.
 
-    x `[T, dim]` (decode: `[batch, dim]`), weight `[dim, W]`, bias `[dim]`; `query_start_loc`
-    int32/int64 `[batch+1]` (None: one sequence; must be None in decode); `conv_state`
-    `[num_cache_lines, dim, W-1]` in x's dtype, read where `has_initial_state[b]` (default: False
-    in prefill, True in decode) and overwritten with each sequence's last W-1 inputs;
-    `cache_indices` `[batch]` distinct lines (default `arange(batch)`).
+    Metadata (computed once per forward and reused across layers): `cache_mask` bool `[B, 1, 1]`,
+    `safe_idx` int `[B]` (slots, PAD clamped to 0), `cu` int `[B+1]` (starts), `si` int32 `[T]`
+    (each token's sequence). Returns a new contiguous `[T, D]` tensor of x's dtype.
     """
-    _validate(
+    op = "causal_conv1d"
+    _check_common(op, x, weight, sconv_cache, activation, use_residual)
+    n_tokens = x.shape[0]
+    if n_tokens == 0:
+        return torch.empty_like(x)
+    n_seqs = safe_idx.numel() if isinstance(safe_idx, torch.Tensor) else -1
+    _check_meta(
+        op,
+        x,
+        {
+            "cache_mask": (cache_mask, n_seqs, "bool"),
+            "safe_idx": (safe_idx, n_seqs, "int"),
+            "cu": (cu, n_seqs + 1, "int"),
+            "si": (si, n_tokens, "int"),
+        },
+    )
+    if not isinstance(is_decode, bool):
+        _fail(op, "is_decode", "be a bool", is_decode)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    _causal_conv1d_op(
         x,
         weight,
-        bias,
-        conv_state,
-        query_start_loc,
-        cache_indices,
-        has_initial_state,
-        activation,
-        residual,
-        decode,
+        sconv_cache,
+        cache_mask,
+        safe_idx,
+        cu,
+        si,
+        activation in ("silu", "swish"),
+        use_residual,
+        is_decode,
+        y,
     )
-    if x.shape[0] == 0:
-        return torch.empty_like(x)
-    tensors = [t for t in (x, weight, bias, conv_state) if t is not None]
-    if not use_triton(*tensors):
-        return causal_conv1d_ref(
+    return y
+
+
+@torch.library.custom_op("sglang::inkling_update_sconv_cache", mutates_args=("sconv_cache",))
+def _update_sconv_cache_op(
+    x: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    cache_indices: torch.Tensor,
+    has_initial_state: torch.Tensor,
+    query_start_loc: torch.Tensor,
+) -> None:
+    if not use_triton(x, sconv_cache):
+        update_sconv_cache_ref(x, sconv_cache, cache_indices, has_initial_state, query_start_loc)
+        return
+    n_seqs, dim, width1 = cache_indices.numel(), x.shape[1], sconv_cache.shape[1]
+    block_d = _block_d(dim)
+    with _on(x.device):
+        _update_sconv_cache_kernel[(n_seqs, triton.cdiv(dim, block_d))](
             x,
-            weight,
-            bias,
-            conv_state=conv_state,
-            query_start_loc=query_start_loc,
-            cache_indices=cache_indices,
-            has_initial_state=has_initial_state,
-            activation=activation,
-            residual=residual,
-            decode=decode,
+            sconv_cache,
+            cache_indices,
+            has_initial_state,
+            query_start_loc,
+            x.stride(0),
+            x.stride(1),
+            *sconv_cache.stride(),
+            dim,
+            W1=width1,
+            BLOCK_W=next_power_of_2(width1),
+            BLOCK_D=block_d,
         )
 
-    qsl, lines, init = _metadata(
-        x, conv_state, query_start_loc, cache_indices, has_initial_state, decode
-    )
-    n_tokens, dim = x.shape
-    n_seqs, width = qsl.numel() - 1, weight.shape[1]
-    positions = torch.arange(n_tokens, dtype=torch.int64, device=x.device)
-    seq_idx = (torch.searchsorted(qsl, positions, right=True) - 1).to(torch.int32)
-    init8 = init.to(torch.int8)
-    has_state = conv_state is not None
-    state = (
-        conv_state if has_state else x
-    )  # a placeholder pointer the kernel never reads
-    state_strides = conv_state.stride() if has_state else (0, 0, 0)
-    line_arg = lines if has_state else qsl
-    out = torch.empty((n_tokens, dim), dtype=x.dtype, device=x.device)
-    block_d = min(next_power_of_2(dim), _MAX_BLOCK_D)
 
-    with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
-        _causal_conv1d_kernel[
-            (triton.cdiv(n_tokens, _BLOCK_T), triton.cdiv(dim, block_d))
+@_update_sconv_cache_op.register_fake
+def _(x, sconv_cache, cache_indices, has_initial_state, query_start_loc) -> None:
+    return None
+
+
+def update_sconv_cache(
+    x: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    cache_indices: torch.Tensor,
+    has_initial_state: torch.Tensor,
+    query_start_loc: torch.Tensor,
+) -> None:
+    """Shift each sequence's conv state to the last W-1 entries of `[old_state ++ x_seq]`, in place.
+
+    `cache_indices` int `[B]` (PAD_SLOT_ID = -1: untouched), `has_initial_state` bool `[B]`,
+    `query_start_loc` int `[B+1]`; `sconv_cache` `[max_slots, W-1, D]` of x's dtype. Returns None.
+    """
+    op = "update_sconv_cache"
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype not in _DTYPES:
+        _fail(op, "x", "be a 2-D float32/float16/bfloat16 tensor [tokens, dim]", x)
+    if (
+        not isinstance(sconv_cache, torch.Tensor)
+        or sconv_cache.dim() != 3
+        or sconv_cache.shape[2] != x.shape[1]
+    ):
+        _fail(op, "sconv_cache", f"be a tensor [max_slots, W-1, {x.shape[1]}]", sconv_cache)
+    if sconv_cache.dtype != x.dtype or sconv_cache.device != x.device:
+        _fail(op, "sconv_cache", f"have x's dtype {x.dtype} and device {x.device}", sconv_cache)
+    n_seqs = cache_indices.numel() if isinstance(cache_indices, torch.Tensor) else -1
+    _check_meta(
+        op,
+        x,
+        {
+            "cache_indices": (cache_indices, n_seqs, "int"),
+            "has_initial_state": (has_initial_state, n_seqs, "bool"),
+            "query_start_loc": (query_start_loc, n_seqs + 1, "int"),
+        },
+    )
+    if n_seqs == 0 or sconv_cache.shape[1] == 0:
+        return None
+    _update_sconv_cache_op(x, sconv_cache, cache_indices, has_initial_state, query_start_loc)
+    return None
+
+
+@torch.library.custom_op(
+    "sglang::inkling_fused_causal_conv1d_update_decode", mutates_args=("sconv_cache", "y")
+)
+def _fused_decode_op(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    cache_indices: torch.Tensor,
+    cache_mask: torch.Tensor,
+    silu: bool,
+    use_residual: bool,
+    track_mask: torch.Tensor | None,
+    track_indices: torch.Tensor | None,
+    y: torch.Tensor,
+) -> None:
+    if not use_triton(x, weight, sconv_cache):
+        y.copy_(
+            fused_causal_conv1d_update_decode_ref(
+                x,
+                weight,
+                sconv_cache,
+                cache_indices,
+                cache_mask,
+                "silu" if silu else None,
+                use_residual,
+                track_mask,
+                track_indices,
+            )
+        )
+        return
+    n_tokens, dim = x.shape
+    block_d = _block_d(dim)
+    do_track = track_mask is not None
+    tm = track_mask.reshape(-1) if do_track else cache_mask  # placeholders are never read
+    ti = track_indices if do_track else cache_indices
+    cm = cache_mask.reshape(-1)
+    with _on(x.device):
+        _fused_causal_conv1d_update_decode_kernel[
+            (triton.cdiv(n_tokens, _DECODE_BLOCK_T), triton.cdiv(dim, block_d))
         ](
             x,
             weight,
-            bias if bias is not None else weight,
-            state,
-            out,
-            seq_idx,
-            qsl,
-            line_arg,
-            init8,
+            sconv_cache,
+            y,
+            cache_indices,
+            cm,
+            tm,
+            ti,
             x.stride(0),
             x.stride(1),
             weight.stride(0),
             weight.stride(1),
-            *state_strides,
+            *sconv_cache.stride(),
+            ti.stride(0),
             n_tokens,
             dim,
-            W=width,
-            HAS_BIAS=bias is not None,
-            HAS_STATE=has_state,
-            SILU=activation == "silu",
-            RESIDUAL=residual,
-            BLOCK_T=_BLOCK_T,
+            W=weight.shape[1],
+            SILU=silu,
+            RESIDUAL=use_residual,
+            DO_TRACK=do_track,
+            BLOCK_T=_DECODE_BLOCK_T,
             BLOCK_D=block_d,
         )
-        if has_state and n_seqs:
-            _conv_state_update_kernel[(n_seqs, triton.cdiv(dim, block_d))](
-                x,
-                conv_state,
-                qsl,
-                lines,
-                init8,
-                x.stride(0),
-                x.stride(1),
-                *state_strides,
-                dim,
-                W=width,
-                BLOCK_W=next_power_of_2(width - 1),
-                BLOCK_D=block_d,
-            )
-    return out
 
 
-__all__ = ["causal_conv1d", "causal_conv1d_ref"]
+@_fused_decode_op.register_fake
+def _(
+    x, weight, sconv_cache, cache_indices, cache_mask, silu, use_residual, track_mask, track_indices, y
+) -> None:
+    return None
+
+
+def fused_causal_conv1d_update_decode(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    cache_indices: torch.Tensor,
+    cache_mask: torch.Tensor,
+    activation: str | None = None,
+    use_residual: bool = True,
+    track_mask: torch.Tensor | None = None,
+    track_indices: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Decode conv (W-1 cached taps + the current token) fused with the cache shift; returns `[B, D]`.
+
+    `x` `[B, D]` (one token per sequence), `cache_indices` int `[B]` (PAD_SLOT_ID = -1: computed
+    but not written), `cache_mask` bool `[B]` (or `[B, 1, 1]`); `track_mask` bool `[B]` and
+    `track_indices` int `[B]` together or not at all (slots distinct from the working slots).
+    """
+    op = "fused_causal_conv1d_update_decode"
+    _check_common(op, x, weight, sconv_cache, activation, use_residual)
+    n_tokens = x.shape[0]
+    meta = {
+        "cache_indices": (cache_indices, n_tokens, "int"),
+        "cache_mask": (cache_mask, n_tokens, "bool"),
+    }
+    if (track_mask is None) != (track_indices is None):
+        _fail(op, "track_indices", "be given together with track_mask", track_indices)
+    if track_mask is not None:
+        meta["track_mask"] = (track_mask, n_tokens, "bool")
+        meta["track_indices"] = (track_indices, n_tokens, "int")
+    _check_meta(op, x, meta)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if n_tokens == 0:
+        return y
+    _fused_decode_op(
+        x,
+        weight,
+        sconv_cache,
+        cache_indices,
+        cache_mask,
+        activation in ("silu", "swish"),
+        use_residual,
+        track_mask,
+        track_indices,
+        y,
+    )
+    return y
+
+
+__all__ = [
+    "PAD_SLOT_ID",
+    "causal_conv1d",
+    "causal_conv1d_ref",
+    "fused_causal_conv1d_update_decode",
+    "fused_causal_conv1d_update_decode_ref",
+    "update_sconv_cache",
+    "update_sconv_cache_ref",
+]

@@ -1,25 +1,29 @@
-"""causal_conv1d: packed varlen prefill and decode with a conv-state cache; kernel vs reference."""
+"""Inkling sconv (upstream's `causal_conv1d`, `update_sconv_cache`, `fused_causal_conv1d_update_decode`):
+the Triton kernels against an independent per-sequence oracle, rounding-aware."""
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from sglang.kernels import registry
-from sglang.kernels.jit import tolerance, use_triton
+from sglang.kernels.jit import assert_close_rounded
 from sglang.kernels.ops import mamba
 from sglang.kernels.ops.mamba import inkling_sconv
-from sglang.kernels.ops.mamba.inkling_sconv import causal_conv1d, causal_conv1d_ref
+from sglang.kernels.ops.mamba.inkling_sconv import (
+    causal_conv1d,
+    causal_conv1d_ref,
+    fused_causal_conv1d_update_decode,
+    fused_causal_conv1d_update_decode_ref,
+    update_sconv_cache,
+    update_sconv_cache_ref,
+)
 from tests.kernels.spy import LaunchSpy as _LaunchSpy
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
-
-
-@pytest.fixture
-def spy(monkeypatch):
-    s = _LaunchSpy(inkling_sconv._causal_conv1d_kernel)
-    monkeypatch.setattr(inkling_sconv, "_causal_conv1d_kernel", s)
+def _spy(monkeypatch, name):
+    s = _LaunchSpy(getattr(inkling_sconv, name))
+    monkeypatch.setattr(inkling_sconv, name, s)
     return s
 
 
@@ -28,308 +32,256 @@ def _rand(shape, dtype, seed, scale=1.0):
     return (torch.randn(shape, generator=g) * scale).to(dtype)
 
 
-def _qsl(lengths):
-    return torch.tensor(
-        [0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32
-    )
-
-
-def _run_both(x, weight, bias, conv_state, **kw):
-    """(out, state) from the public function and from the reference, each on its own state clone."""
-    state_a = None if conv_state is None else conv_state.clone()
-    state_b = None if conv_state is None else conv_state.clone()
-    out = causal_conv1d(x, weight, bias, conv_state=state_a, **kw)
-    ref = causal_conv1d_ref(x, weight, bias, conv_state=state_b, **kw)
-    return out, state_a, ref, state_b
-
-
-def _assert_close(out, ref, dtype):
-    atol, rtol = tolerance(dtype)
-    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("dim", [1, 5, 64, 130])
-@pytest.mark.parametrize("width", [2, 4])
-def test_prefill_matches_reference(spy, width, dim, dtype):
-    lengths = [3, 1, 0, 17, 2]  # shorter than W-1, empty, longer than a token tile
-    x = _rand((sum(lengths), dim), dtype, 1)
-    weight, bias = _rand((dim, width), dtype, 2, 0.5), _rand((dim,), dtype, 3)
-    conv_state = _rand((7, dim, width - 1), dtype, 4)
-    out, state, ref, ref_state = _run_both(
-        x,
-        weight,
-        bias,
-        conv_state,
-        query_start_loc=_qsl(lengths),
-        cache_indices=torch.tensor([6, 0, 3, 1, 4]),
-        has_initial_state=torch.tensor([True, False, True, True, False]),
-        activation="silu",
-    )
-    assert out.shape == x.shape and out.dtype == dtype
-    _assert_close(out, ref, dtype)
-    torch.testing.assert_close(
-        state, ref_state, atol=0, rtol=0
-    )  # states are copies: exact
-    assert torch.equal(
-        state[[2, 5]], conv_state[[2, 5]]
-    )  # unused cache lines untouched
-    assert spy.launches == 1
-
-
-@pytest.mark.parametrize("activation", [None, "silu"])
-@pytest.mark.parametrize("residual", [False, True])
-@pytest.mark.parametrize("with_bias", [False, True])
-def test_epilogue_variants(spy, activation, residual, with_bias):
-    lengths = [4, 6]
-    x, weight = _rand((10, 7), torch.float32, 1), _rand((7, 4), torch.float32, 2)
-    bias = _rand((7,), torch.float32, 3) if with_bias else None
-    out, _, ref, _ = _run_both(
-        x,
-        weight,
-        bias,
-        _rand((2, 7, 3), torch.float32, 4),
-        query_start_loc=_qsl(lengths),
-        has_initial_state=torch.tensor([1, 0]),
-        activation=activation,
-        residual=residual,
-    )
-    _assert_close(out, ref, torch.float32)
-    # The formula written out for the second sequence, which starts from zeros.
-    padded = F.pad(x[4:].t(), (3, 0))[None]
-    y = F.conv1d(padded, weight[:, None, :], bias, groups=7)[0].t()
-    y = F.silu(y) if activation == "silu" else y
-    y = y + x[4:] if residual else y
-    _assert_close(out[4:], y, torch.float32)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_without_any_state(spy, dtype):
-    """No conv_state: every sequence starts from zeros; query_start_loc None is one sequence."""
-    x, weight = _rand((9, 12), dtype, 1), _rand((12, 4), dtype, 2)
-    out, _, ref, _ = _run_both(x, weight, None, None, query_start_loc=_qsl([2, 7]))
-    _assert_close(out, ref, dtype)
-    whole, _, whole_ref, _ = _run_both(x, weight, None, None)
-    _assert_close(whole, whole_ref, dtype)
-    assert not torch.equal(whole[2:], out[2:])  # the boundary matters
-    assert spy.launches == 2
-
-
-@pytest.mark.parametrize(
-    "has_initial_state", [None, [True, False, True], [False, False, False]]
-)
-def test_initial_state_flags(spy, has_initial_state):
-    x, weight = _rand((3, 6), torch.bfloat16, 1), _rand((6, 4), torch.bfloat16, 2)
-    conv_state = _rand((3, 6, 3), torch.bfloat16, 3)
-    flags = None if has_initial_state is None else torch.tensor(has_initial_state)
-    out, state, ref, ref_state = _run_both(
-        x,
-        weight,
-        None,
-        conv_state,
-        query_start_loc=_qsl([1, 1, 1]),
-        has_initial_state=flags,
-    )
-    _assert_close(out, ref, torch.bfloat16)
-    assert torch.equal(state, ref_state)
-    # A one-token sequence keeps the newest W-2 old inputs (or zeros) and appends its token.
-    started = [False] * 3 if has_initial_state is None else has_initial_state
-    for b in range(3):
-        old = (
-            conv_state[b, :, 1:]
-            if started[b]
-            else torch.zeros(6, 2, dtype=torch.bfloat16)
-        )
-        assert torch.equal(state[b], torch.cat([old, x[b, :, None]], dim=1))
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("batch", [1, 5, 33])
-def test_decode_matches_reference(spy, batch, dtype):
-    dim = 24
-    x, weight, bias = (
-        _rand((batch, dim), dtype, 1),
-        _rand((dim, 4), dtype, 2, 0.5),
-        _rand((dim,), dtype, 3),
-    )
-    conv_state = _rand((batch + 2, dim, 3), dtype, 4)
-    cache_indices = torch.randperm(
-        batch + 2, generator=torch.Generator().manual_seed(5)
-    )[:batch]
-    out, state, ref, ref_state = _run_both(
-        x,
-        weight,
-        bias,
-        conv_state,
-        cache_indices=cache_indices,
-        activation="silu",
-        residual=True,
-        decode=True,
-    )
-    _assert_close(out, ref, dtype)
-    assert torch.equal(state, ref_state)
-    assert torch.equal(state[cache_indices, :, -1], x)  # the newest input lands last
-    assert spy.launches == 1
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("split", [1, 2, 5])
-def test_prefill_then_decode_equals_full_prefill(spy, split, dtype):
-    """Chunk a sequence: prefill `split` tokens, then decode the rest one by one."""
-    dim, width, total = 10, 4, 8
-    x = _rand((total, dim), dtype, 1)
-    weight, bias = _rand((dim, width), dtype, 2, 0.5), _rand((dim,), dtype, 3)
-    start = _rand((2, dim, width - 1), dtype, 4)
-    line = torch.tensor([1])
-
-    full_state = start.clone()
-    full = causal_conv1d(
-        x,
-        weight,
-        bias,
-        conv_state=full_state,
-        cache_indices=line,
-        has_initial_state=torch.tensor([True]),
-        activation="silu",
-    )
-
-    state = start.clone()
-    pieces = [
-        causal_conv1d(
-            x[:split],
-            weight,
-            bias,
-            conv_state=state,
-            cache_indices=line,
-            has_initial_state=torch.tensor([True]),
-            activation="silu",
-        )
-    ]
-    for t in range(split, total):
-        pieces.append(
-            causal_conv1d(
-                x[t : t + 1],
-                weight,
-                bias,
-                conv_state=state,
-                cache_indices=line,
-                activation="silu",
-                decode=True,
-            )
-        )
-    _assert_close(torch.cat(pieces), full, dtype)
-    assert torch.equal(state, full_state)
-    assert torch.equal(state[0], start[0])
-
-
-def test_chunked_prefill_equals_full_prefill(spy):
-    x, weight = _rand((11, 9), torch.float32, 1), _rand((9, 3), torch.float32, 2)
-    full_state = torch.zeros(1, 9, 2)
-    full = causal_conv1d(x, weight, conv_state=full_state)
-    state = torch.zeros(1, 9, 2)
-    first = causal_conv1d(x[:6], weight, conv_state=state)
-    second = causal_conv1d(
-        x[6:], weight, conv_state=state, has_initial_state=torch.tensor([True])
-    )
-    _assert_close(torch.cat([first, second]), full, torch.float32)
-    assert torch.equal(state, full_state)
-
-
-def test_empty_input_writes_nothing(spy):
-    conv_state = _rand((2, 4, 3), torch.float32, 1)
-    before = conv_state.clone()
-    out = causal_conv1d(
-        torch.empty(0, 4),
-        _rand((4, 4), torch.float32, 2),
-        conv_state=conv_state,
-        query_start_loc=torch.tensor([0, 0]),
-    )
-    assert out.shape == (0, 4) and torch.equal(conv_state, before) and spy.launches == 0
-
-
-def test_torch_path_matches_kernel_path(monkeypatch, spy):
-    x, weight = _rand((7, 20), torch.float16, 1), _rand((20, 4), torch.float16, 2)
-    state = _rand((2, 20, 3), torch.float16, 3)
-    kw = {
-        "query_start_loc": _qsl([5, 2]),
-        "has_initial_state": torch.tensor([1, 1]),
-        "activation": "silu",
-    }
-    kernel_state = state.clone()
-    kernel_out = causal_conv1d(x, weight, conv_state=kernel_state, **kw)
-    assert spy.launches == 1 and use_triton(x)  # the interpreter ran the kernel
-    monkeypatch.setattr(inkling_sconv, "use_triton", lambda *tensors: False)
-    torch_out = causal_conv1d(x, weight, conv_state=state, **kw)
-    assert spy.launches == 1
-    _assert_close(kernel_out, torch_out, torch.float16)
-    assert torch.equal(kernel_state, state)
-
-
-def _good_args():
+def _meta(lengths, slots, has_init):
+    """upstream's extend metadata, built the way its metadata kernels build it."""
+    qsl = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32)
+    ci = torch.tensor(slots)
+    init = torch.tensor(has_init)
     return {
-        "x": _rand((6, 8), torch.float32, 1),
-        "weight": _rand((8, 4), torch.float32, 2),
-        "bias": _rand((8,), torch.float32, 3),
-        "conv_state": _rand((3, 8, 3), torch.float32, 4),
-        "query_start_loc": torch.tensor([0, 2, 6]),
-        "cache_indices": torch.tensor([2, 0]),
-        "has_initial_state": torch.tensor([True, False]),
+        "cache_mask": (init & (ci != -1)).view(-1, 1, 1),
+        "safe_idx": ci.clamp(min=0).long(),
+        "cu": qsl.long(),
+        "si": torch.repeat_interleave(torch.arange(len(lengths), dtype=torch.int32), torch.tensor(lengths)),
+        "qsl": qsl,
+        "ci": ci,
+        "init": init,
     }
+
+
+def _oracle(x, weight, cache, meta, silu, residual):
+    """fp32 output and new states, one sequence at a time, written out independently."""
+    width = weight.shape[1]
+    out = torch.zeros(x.shape, dtype=torch.float32)
+    states = {}
+    bounds = meta["qsl"].tolist()
+    for b, (slot, init) in enumerate(zip(meta["ci"].tolist(), meta["init"].tolist())):
+        start, end = bounds[b], bounds[b + 1]
+        use = init and slot != -1
+        hist = cache[max(slot, 0)].float() if use else torch.zeros(width - 1, x.shape[1])
+        stream = torch.cat([hist, x[start:end].float()])
+        for t in range(start, end):
+            i = t - start + width - 1  # the token's position in the stream
+            y = (stream[i - width + 1 : i + 1] * weight.float().t()).sum(0)
+            y = y * torch.sigmoid(y) if silu else y
+            out[t] = y + x[t].float() if residual else y
+        if slot != -1 and end > start:
+            states[slot] = stream[-(width - 1) :]
+    return out, states
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim, width", [(1, 2), (5, 4), (130, 4), (16, 3)])
+def test_extend_conv_and_update_match_the_oracle(monkeypatch, width, dim, dtype):
+    conv_spy = _spy(monkeypatch, "_causal_conv1d_kernel")
+    update_spy = _spy(monkeypatch, "_update_sconv_cache_kernel")
+    lengths = [3, 1, 0, 17, 2]  # shorter than W-1, empty, longer than a token tile
+    meta = _meta(lengths, [4, 0, 6, 2, -1], [True, False, True, True, True])  # a PAD lane last
+    x = _rand((sum(lengths), dim), dtype, 1)
+    weight = _rand((dim, width), dtype, 2, 0.5)
+    cache = _rand((7, width - 1, dim), dtype, 4)
+    want, states = _oracle(x, weight, cache, meta, True, True)
+
+    y = causal_conv1d(
+        x, weight, cache, meta["cache_mask"], meta["safe_idx"], meta["cu"], meta["si"], activation="silu"
+    )
+    assert_close_rounded(y, want)
+    before = cache.clone()
+    update_sconv_cache(x, cache, meta["ci"], meta["init"], meta["qsl"])
+    for slot in range(7):
+        if slot in states:
+            assert_close_rounded(cache[slot], states[slot], ulps=0)
+        else:  # slot 6 (empty sequence), slots no sequence owns, and the PAD lane's
+            assert torch.equal(cache[slot], before[slot])
+    assert conv_spy.launches == 1 and update_spy.launches == 1
+
+
+def test_the_cache_mask_zeroes_the_prefix_and_is_decode_ignores_it():
+    dim, width = 8, 4
+    meta = _meta([2], [1], [False])
+    x, weight = _rand((2, dim), torch.float32, 1), _rand((dim, width), torch.float32, 2)
+    cache = _rand((2, width - 1, dim), torch.float32, 3)
+    args = (meta["safe_idx"], meta["cu"], meta["si"])
+    fresh = causal_conv1d(x, weight, cache, meta["cache_mask"], *args, use_residual=False)
+    want, _ = _oracle(x, weight, cache, meta, False, False)
+    assert_close_rounded(fresh, want)
+    decode_like = causal_conv1d(
+        x, weight, cache, meta["cache_mask"], *args, use_residual=False, is_decode=True
+    )
+    want_cached, _ = _oracle(x, weight, cache, {**meta, "init": torch.tensor([True])}, False, False)
+    assert_close_rounded(decode_like, want_cached)
+    assert not torch.allclose(fresh, decode_like)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("track", [False, True])
+def test_decode_runs_the_triton_kernel_and_matches_the_oracle(monkeypatch, dtype, track):
+    spy = _spy(monkeypatch, "_fused_causal_conv1d_update_decode_kernel")
+    dim, width, batch = 40, 4, 5
+    x = _rand((batch, dim), dtype, 1)
+    weight = _rand((dim, width), dtype, 2, 0.5)
+    cache = _rand((12, width - 1, dim), dtype, 3)
+    # One PAD lane of a CUDA-graph padded batch: it reads the clamped slot 0, writes nothing.
+    ci = torch.tensor([3, 7, -1, 6, 9])
+    cm = torch.tensor([True, False, False, True, True])
+    meta = {"ci": ci, "init": cm, "qsl": torch.arange(batch + 1)}
+    want, states = _oracle(x, weight, cache, meta, True, True)
+    before = cache.clone()
+    kwargs = {}
+    if track:
+        kwargs = {
+            "track_mask": torch.tensor([True, False, True, True, False]),
+            "track_indices": torch.tensor([10, 11, 1, 2, 5]),
+        }
+    y = fused_causal_conv1d_update_decode(
+        x, weight, cache, ci, cm.view(-1, 1, 1), activation="silu", **kwargs
+    )
+    assert spy.launches == 1  # decode through Triton, not the reference
+    assert_close_rounded(y, want)
+    touched = {3, 7, 6, 9} | ({10, 2} if track else set())
+    for slot, state in states.items():
+        assert_close_rounded(cache[slot], state, ulps=0)
+    if track:
+        assert torch.equal(cache[10], cache[3]) and torch.equal(cache[2], cache[6])
+    for slot in set(range(12)) - touched:
+        assert torch.equal(cache[slot], before[slot])
+
+
+def test_decode_after_prefill_equals_one_longer_prefill():
+    dim, width = 24, 4
+    x = _rand((9, dim), torch.float32, 1)
+    weight = _rand((dim, width), torch.float32, 2, 0.5)
+    cache = torch.zeros(3, width - 1, dim)
+    full = _meta([9], [1], [False])
+    whole = causal_conv1d(x, weight, cache, full["cache_mask"], full["safe_idx"], full["cu"], full["si"])
+    head = _meta([6], [1], [False])
+    causal_conv1d(x[:6], weight, cache, head["cache_mask"], head["safe_idx"], head["cu"], head["si"])
+    update_sconv_cache(x[:6], cache, head["ci"], head["init"], head["qsl"])
+    steps = [
+        fused_causal_conv1d_update_decode(
+            x[t : t + 1], weight, cache, torch.tensor([1]), torch.tensor([True])
+        )
+        for t in range(6, 9)
+    ]
+    torch.testing.assert_close(torch.cat(steps), whole[6:], atol=1e-5, rtol=1e-5)
+
+
+def test_strides_differ_for_every_pair():
+    # x is a column slice of a wider projection; the cache is a [slots, D, W-1] buffer seen as
+    # [slots, W-1, D] (its D stride is W-1, not 1); the weight is a transposed [W, D] buffer.
+    dim, width = 16, 4
+    x = _rand((7, 3 * dim), torch.bfloat16, 1)[:, dim : 2 * dim]
+    weight = _rand((width, dim), torch.bfloat16, 2, 0.5).t()
+    cache = _rand((4, dim, width - 1), torch.bfloat16, 3).transpose(1, 2)
+    assert x.stride() != weight.stride() and cache.stride(2) != 1
+    meta = _meta([4, 3], [2, 0], [True, True])
+    want, states = _oracle(x, weight, cache, meta, False, True)
+    y = causal_conv1d(x, weight, cache, meta["cache_mask"], meta["safe_idx"], meta["cu"], meta["si"])
+    assert_close_rounded(y, want)
+    update_sconv_cache(x, cache, meta["ci"], meta["init"], meta["qsl"])
+    assert_close_rounded(cache[2], states[2], ulps=0)
+    dec_want, dec_states = _oracle(
+        x[:2],
+        weight,
+        cache,
+        {"ci": torch.tensor([2, 0]), "init": torch.tensor([True, True]), "qsl": torch.arange(3)},
+        False,
+        True,
+    )
+    y = fused_causal_conv1d_update_decode(
+        x[:2], weight, cache, torch.tensor([2, 0]), torch.tensor([True, True])
+    )
+    assert_close_rounded(y, dec_want)
+    assert_close_rounded(cache[0], dec_states[0], ulps=0)
+
+
+def test_references_agree_with_the_kernels(monkeypatch):
+    dim, width = 12, 4
+    meta = _meta([5, 2], [1, 3], [True, False])
+    x, weight = _rand((7, dim), torch.float16, 1), _rand((dim, width), torch.float16, 2, 0.5)
+    cache = _rand((4, width - 1, dim), torch.float16, 3)
+    args = (meta["cache_mask"], meta["safe_idx"], meta["cu"], meta["si"])
+    assert_close_rounded(
+        causal_conv1d_ref(x, weight, cache, *args), causal_conv1d(x, weight, cache, *args).float()
+    )
+    a, b = cache.clone(), cache.clone()
+    update_sconv_cache(x, a, meta["ci"], meta["init"], meta["qsl"])
+    update_sconv_cache_ref(x, b, meta["ci"], meta["init"], meta["qsl"])
+    assert torch.equal(a, b)
+    ci, cm = torch.tensor([1, -1]), torch.tensor([True, True])
+    b0 = b.clone()
+    ya = fused_causal_conv1d_update_decode(x[:2], weight, a, ci, cm)
+    yb = fused_causal_conv1d_update_decode_ref(x[:2], weight, b, ci, cm)
+    assert_close_rounded(ya, yb.float()) and torch.equal(a, b)
+    # The explicit torch path (a device Triton cannot run on) is the same references.
+    monkeypatch.setattr(inkling_sconv, "use_triton", lambda *t: False)
+    assert torch.equal(fused_causal_conv1d_update_decode(x[:2], weight, b0, ci, cm), yb)
+    assert torch.equal(b0, b)
 
 
 BAD = [
-    ("x", lambda a: a.update(x=a["x"].long())),
-    ("x", lambda a: a.update(x=a["x"][None])),
-    ("x", lambda a: a.update(x=torch.zeros(8, 6).t())),
-    ("weight", lambda a: a.update(weight=torch.zeros(8, 1, 4))),
-    ("weight", lambda a: a.update(weight=torch.zeros(8, 1))),
-    ("weight", lambda a: a.update(weight=torch.zeros(7, 4))),
-    ("bias", lambda a: a.update(bias=torch.zeros(9))),
+    ("x", lambda a: a.update(x=a["x"].int())),
+    ("weight", lambda a: a.update(weight=a["weight"][:, :1])),
+    ("sconv_cache", lambda a: a.update(sconv_cache=torch.zeros(3, 8, 3))),
+    ("sconv_cache", lambda a: a.update(sconv_cache=a["sconv_cache"].half())),
     ("activation", lambda a: a.update(activation="gelu")),
-    ("query_start_loc", lambda a: a.update(query_start_loc=torch.tensor([0, 2, 5]))),
-    ("query_start_loc", lambda a: a.update(query_start_loc=torch.tensor([0, 4, 2, 6]))),
-    ("query_start_loc", lambda a: a.update(query_start_loc=torch.tensor([0.0, 6.0]))),
-    ("cache_indices", lambda a: a.update(cache_indices=torch.tensor([3, 0]))),
-    ("cache_indices", lambda a: a.update(cache_indices=torch.tensor([1, 1]))),
-    ("cache_indices", lambda a: a.update(cache_indices=torch.tensor([1]))),
-    ("conv_state", lambda a: a.update(conv_state=torch.zeros(3, 8, 4))),
-    ("conv_state", lambda a: a.update(conv_state=a["conv_state"].double())),
-    (
-        "has_initial_state",
-        lambda a: a.update(has_initial_state=torch.tensor([1.0, 0.0])),
-    ),
-    (
-        "conv_state",
-        lambda a: a.update(
-            decode=True,
-            query_start_loc=None,
-            x=torch.zeros(2, 8),
-            conv_state=None,
-            cache_indices=None,
-            has_initial_state=None,
-        ),
-    ),
-    ("query_start_loc", lambda a: a.update(decode=True, x=torch.zeros(2, 8))),
-    ("cache_indices", lambda a: a.update(conv_state=None, has_initial_state=None)),
-    ("weight", lambda a: a.update(weight=torch.zeros(8, 4, device="meta"))),
+    ("si", lambda a: a.update(si=a["si"][:-1])),
+    ("cu", lambda a: a.update(cu=a["cu"].float())),
+    ("safe_idx", lambda a: a.update(safe_idx=a["safe_idx"].to("meta"))),
 ]
 
 
 @pytest.mark.parametrize("arg, mutate", BAD)
-def test_rejects_bad_input_without_writing(arg, mutate):
-    args = _good_args()
-    state = args["conv_state"]
+def test_rejects_bad_inputs(arg, mutate):
+    meta = _meta([2, 3], [0, 1], [True, True])
+    args = {
+        "x": _rand((5, 8), torch.float32, 1),
+        "weight": _rand((8, 4), torch.float32, 2),
+        "sconv_cache": torch.zeros(3, 3, 8),
+        "cache_mask": meta["cache_mask"],
+        "safe_idx": meta["safe_idx"],
+        "cu": meta["cu"],
+        "si": meta["si"],
+    }
     mutate(args)
-    before = state.clone()
-    with pytest.raises(ValueError, match=arg):
-        causal_conv1d(args.pop("x"), args.pop("weight"), args.pop("bias"), **args)
-    assert torch.equal(state, before)
+    with pytest.raises(ValueError, match=rf"causal_conv1d: {arg}"):
+        causal_conv1d(**args)
 
 
-def test_registry_and_group_surface():
-    assert registry.load("mamba.causal_conv1d") is causal_conv1d
-    assert registry.load("mamba.causal_conv1d", "torch") is causal_conv1d_ref
-    assert (
-        mamba.causal_conv1d is causal_conv1d
-        and mamba.causal_conv1d_ref is causal_conv1d_ref
+def test_decode_rejects_half_a_track():
+    x, w, c = _rand((2, 8), torch.float32, 1), _rand((8, 4), torch.float32, 2), torch.zeros(3, 3, 8)
+    with pytest.raises(ValueError, match="track_indices"):
+        fused_causal_conv1d_update_decode(
+            x, w, c, torch.tensor([0, 1]), torch.tensor([True, True]), track_mask=torch.tensor([True, True])
+        )
+
+
+def test_ops_compile_without_a_graph_break():
+    dim, width = 8, 4
+    meta = _meta([3, 2], [0, 2], [True, False])
+    x, weight = _rand((5, dim), torch.float32, 1), _rand((dim, width), torch.float32, 2)
+    cache = _rand((3, width - 1, dim), torch.float32, 3)
+    want_cache = cache.clone()
+    want = causal_conv1d(x, weight, want_cache, meta["cache_mask"], meta["safe_idx"], meta["cu"], meta["si"])
+    update_sconv_cache(x, want_cache, meta["ci"], meta["init"], meta["qsl"])
+    want_dec = fused_causal_conv1d_update_decode(
+        x[:2], weight, want_cache, torch.tensor([0, 2]), torch.tensor([True, True])
     )
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def step(x, weight, cache, m):
+        y = causal_conv1d(x, weight, cache, m["cache_mask"], m["safe_idx"], m["cu"], m["si"])
+        update_sconv_cache(x, cache, m["ci"], m["init"], m["qsl"])
+        d = fused_causal_conv1d_update_decode(
+            x[:2], weight, cache, m["ci"][::2][:2] * 0 + torch.tensor([0, 2]), m["init"][:2] | True
+        )
+        return y, d
+
+    y, d = step(x, weight, cache, meta)
+    assert torch.equal(y, want) and torch.equal(d, want_dec) and torch.equal(cache, want_cache)
+
+
+@pytest.mark.parametrize("name", ["causal_conv1d", "update_sconv_cache", "fused_causal_conv1d_update_decode"])
+def test_registry_and_group_surface(name):
+    assert registry.load(f"mamba.{name}") is getattr(inkling_sconv, name)
+    assert registry.load(f"mamba.{name}", "torch") is getattr(inkling_sconv, f"{name}_ref")
+    assert getattr(mamba, name) is getattr(inkling_sconv, name)

@@ -1,52 +1,102 @@
-"""Inkling's short causal conv ("sconv"): the runtime dispatch between the kernel and the reference.
+"""Inkling's short causal conv ("sconv") in the runtime: per-forward metadata and the layer call.
 
-CUDA bf16 prefill goes to the Triton kernel of `sglang.kernels.ops.mamba.inkling_sconv`, imported
-lazily so that importing the model on a machine without a GPU (or without Triton's compiler
-toolchain) never builds it. Everything else (decode, other dtypes, the CPU) runs the pure-torch
-reference, which has the same signature and semantics.
+The arithmetic is the kernel layer's (`sglang.kernels.ops.mamba.inkling_sconv`, upstream's
+three entry points): extend runs `causal_conv1d` (prefix taps from the cache) then
+`update_sconv_cache`; decode runs `fused_causal_conv1d_update_decode`, one Triton launch for the
+conv and the cache shift. Each runs its Triton kernel wherever Triton can (CUDA, or the CPU
+under the interpreter) and its torch reference elsewhere, decode included. The metadata is
+built on the device with torch ops that read no values on the host (no `.item()`, no
+`.tolist()`), once per forward, and reused by every layer, as upstream's metadata kernels are.
 """
 
 from __future__ import annotations
 
 import torch
 
-from sglang.kernels.ops.mamba import causal_conv1d_ref
+from sglang.kernels.ops.mamba import (
+    PAD_SLOT_ID,
+    causal_conv1d,
+    fused_causal_conv1d_update_decode,
+    update_sconv_cache,
+)
 
-__all__ = ["causal_conv1d"]
+__all__ = [
+    "PAD_SLOT_ID",
+    "causal_conv1d",
+    "decode_sconv_metadata",
+    "extend_sconv_metadata",
+    "fused_causal_conv1d_update_decode",
+    "sconv_forward",
+    "update_sconv_cache",
+]
 
 
-def _use_cuda_kernel(x: torch.Tensor, decode: bool) -> bool:
-    """The one device check: the kernel path serves CUDA bf16 prefill."""
-    return x.is_cuda and x.dtype == torch.bfloat16 and not decode
-
-
-def causal_conv1d(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    *,
-    conv_state: torch.Tensor | None = None,
-    query_start_loc: torch.Tensor | None = None,
-    cache_indices: torch.Tensor | None = None,
-    has_initial_state: torch.Tensor | None = None,
-    activation: str | None = None,
-    residual: bool = False,
-    decode: bool = False,
-) -> torch.Tensor:
-    """Causal depthwise conv over packed sequences (see `sglang.kernels.ops.mamba.inkling_sconv`)."""
-    kwargs = {
-        "conv_state": conv_state,
-        "query_start_loc": query_start_loc,
+def extend_sconv_metadata(
+    query_start_loc: torch.Tensor,
+    cache_indices: torch.Tensor,
+    has_initial_state: torch.Tensor,
+    num_tokens: int,
+) -> dict[str, torch.Tensor]:
+    """upstream's extend metadata: `cache_mask` `[B, 1, 1]`, `safe_idx`, `cu`, `si` (plus the inputs)."""
+    qsl = query_start_loc.to(torch.int32)
+    lengths = (qsl[1:] - qsl[:-1]).long()
+    n_seqs = cache_indices.shape[0]
+    seqs = torch.arange(n_seqs, dtype=torch.int32, device=qsl.device)
+    return {
+        "cache_mask": (has_initial_state.bool() & (cache_indices != PAD_SLOT_ID)).view(-1, 1, 1),
+        "safe_idx": cache_indices.clamp(min=0).long(),
+        "cu": qsl.long(),
+        # output_size: the length is the caller's token count, so no device read sizes it.
+        "si": torch.repeat_interleave(seqs, lengths, output_size=num_tokens),
+        "query_start_loc": qsl,
         "cache_indices": cache_indices,
         "has_initial_state": has_initial_state,
-        "activation": activation,
-        "residual": residual,
-        "decode": decode,
     }
-    if _use_cuda_kernel(x, decode):
-        from sglang.kernels.ops.mamba.inkling_sconv import (
-            causal_conv1d as _causal_conv1d_cuda,
-        )
 
-        return _causal_conv1d_cuda(x, weight, bias, **kwargs)
-    return causal_conv1d_ref(x, weight, bias, **kwargs)
+
+def decode_sconv_metadata(cache_indices: torch.Tensor) -> dict[str, torch.Tensor]:
+    """upstream's decode metadata: one token per sequence; PAD lanes (-1) use no cached state."""
+    return {"cache_indices": cache_indices, "cache_mask": cache_indices != PAD_SLOT_ID}
+
+
+def sconv_forward(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    sconv_cache: torch.Tensor,
+    metadata: dict[str, torch.Tensor],
+    *,
+    activation: str | None = None,
+    use_residual: bool = True,
+    is_decode: bool = False,
+) -> torch.Tensor:
+    """One sconv layer: the conv of `x` `[T, D]` with `weight` `[D, W]`, updating `sconv_cache` in place."""
+    if is_decode:
+        return fused_causal_conv1d_update_decode(
+            x,
+            weight,
+            sconv_cache,
+            metadata["cache_indices"],
+            metadata["cache_mask"],
+            activation=activation,
+            use_residual=use_residual,
+        )
+    y = causal_conv1d(
+        x,
+        weight,
+        sconv_cache,
+        metadata["cache_mask"],
+        metadata["safe_idx"],
+        metadata["cu"],
+        metadata["si"],
+        activation=activation,
+        use_residual=use_residual,
+    )
+    # After the conv has read the old states.
+    update_sconv_cache(
+        x,
+        sconv_cache,
+        metadata["cache_indices"],
+        metadata["has_initial_state"],
+        metadata["query_start_loc"],
+    )
+    return y
