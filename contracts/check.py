@@ -11,6 +11,7 @@ used: one warning, and the run goes on without it.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import time
@@ -112,6 +113,28 @@ def _validate_tree(config: Config, src: str) -> None:
 
 
 def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
+    """The findings of one contract, its `ignore_imports` applied (contracts/ignores.py): the
+    imports they match are taken out of the graph the rules see (so chains through them go too,
+    as in import-linter), then the findings they match are dropped, and a line that matched
+    nothing is an `unused-allowed-import` finding (`_filtered` turns it into a warning under
+    `unmatched_ignore_imports_alerting = warn`)."""
+    from contracts import ignores, rules
+
+    patterns = getattr(spec, "ignore_imports", ())
+    if not patterns or not isinstance(spec, (RemovedSpec, GroupsSpec, LayerSpec)):
+        return _rule_findings(model, config, spec)
+    used: set[int] = set()
+    view = copy.copy(model)
+    view.edges = ignores.without_ignored(model.edges, patterns, used)
+    found = ignores.filter_findings(_rule_findings(view, config, spec), patterns, used)
+    unmatched = [p.text for i, p in enumerate(patterns) if i not in used]
+    if unmatched and spec.unmatched_alerting != "none":
+        found += rules.unused_allowed_import.unmatched_lines(model.src, config.path, spec.id, "ignore_imports",
+                                                             unmatched)
+    return found
+
+
+def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
     from contracts import rules
 
     if isinstance(spec, RemovedSpec):
@@ -307,8 +330,18 @@ def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> R
 
 def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, status: str) -> Result:
     keep = _path_filter(src, paths)
-    results = [ContractResult(r.id, r.name, r.kind, [f for f in r.findings if keep(f.path)])
-               for r in full.contracts]
+    warn = {spec.id for spec in (*config.removed, *config.groups, *config.layers)
+            if getattr(spec, "unmatched_alerting", "error") == "warn"}
+    warnings = []
+    results = []
+    for r in full.contracts:
+        kept = []
+        for f in r.findings:
+            if r.id in warn and f.rule == "unused-allowed-import" and f.message.startswith("`ignore_imports` line"):
+                warnings.append(f"{f.path}:{f.line}: {f.message}")  # unmatched_ignore_imports_alerting = warn
+            elif keep(f.path):
+                kept.append(f)
+        results.append(ContractResult(r.id, r.name, r.kind, kept))
     engine = [f for f in full.engine_findings if keep(f.path)]
     everything = sorted(set(engine).union(*(set(r.findings) for r in results)))
     return Result(
@@ -320,6 +353,7 @@ def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, s
         cache_status=status,
         engine_findings=engine,
         src=src,
+        warnings=warnings,
     )
 
 

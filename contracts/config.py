@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from contracts import config_source
+from contracts import config_source, ignores
 from contracts.config_source import shown
 from contracts.errors import ConfigError
+from contracts.ignores import ImportPattern
 from contracts.prefixes import PrefixIndex, ancestors_or_self
 
 SECTION = config_source.SECTION
@@ -122,6 +123,8 @@ class RemovedSpec:
     replacements: tuple[tuple[str, str], ...] = ()
     # (old module, name, new module, new name): where one imported name went.
     names: tuple[tuple[str, str, str, str], ...] = ()
+    ignore_imports: tuple[ImportPattern, ...] = ()  # see contracts/ignores.py
+    unmatched_alerting: str = "error"
 
     @cached_property
     def _name_map(self) -> dict[tuple[str, str], tuple[str, str]]:
@@ -186,6 +189,8 @@ class GroupsSpec:
     groups: tuple[str, ...]
     shared_modules: tuple[str, ...] = ()
     allowed_imports: tuple[tuple[str, str], ...] = ()
+    ignore_imports: tuple[ImportPattern, ...] = ()
+    unmatched_alerting: str = "error"
 
     def group_of(self, module: str) -> str | None:
         if not module.startswith(self.container + "."):
@@ -205,6 +210,27 @@ class LayerSpec:
     id: str
     name: str
     layers: tuple[str, ...]
+    ignore_imports: tuple[ImportPattern, ...] = ()
+    unmatched_alerting: str = "error"
+
+
+def parse_ignore_imports(option: str, raw) -> tuple[ImportPattern, ...]:
+    """import-linter's `ignore_imports` lines (`contracts.ignores`), as config option errors."""
+    try:
+        return ignores.parse_ignore_imports(option, raw)
+    except ignores.PatternError as e:
+        raise OptionError(e.option, str(e)) from None
+
+
+def _exemptions(options: dict) -> tuple[tuple[ImportPattern, ...], str]:
+    """(`ignore_imports`, `unmatched_ignore_imports_alerting`) of any contract type."""
+    patterns = parse_ignore_imports("ignore_imports", options.get("ignore_imports"))
+    try:
+        alerting = ignores.parse_alerting("unmatched_ignore_imports_alerting",
+                                          options.get("unmatched_ignore_imports_alerting"))
+    except ignores.PatternError as e:
+        raise OptionError(e.option, str(e)) from None
+    return patterns, alerting
 
 
 def removed_spec(cid: str, options: dict) -> RemovedSpec:
@@ -249,7 +275,9 @@ def removed_spec(cid: str, options: dict) -> RemovedSpec:
                     f"target '{new}' of '{old}' is itself under the removed prefix '{prefix}'.",
                 )
     ordered = tuple(sorted(pairs, key=lambda p: (-p[0].count("."), -len(p[0]), p[0])))
-    return RemovedSpec(cid, options.get("name", cid), removed, ordered, tuple(name_lines))
+    patterns, alerting = _exemptions(options)
+    return RemovedSpec(cid, options.get("name", cid), removed, ordered, tuple(name_lines),
+                       ignore_imports=patterns, unmatched_alerting=alerting)
 
 
 def groups_spec(cid: str, options: dict) -> GroupsSpec:
@@ -268,7 +296,9 @@ def groups_spec(cid: str, options: dict) -> GroupsSpec:
         raise OptionError("groups", "declare at least one group.")
     shared = tuple(_module("shared_modules", m) for m in as_lines(options.get("shared_modules")))
     allowed = tuple(parse_arrow_lines("allowed_imports", options.get("allowed_imports")))
-    return GroupsSpec(cid, options.get("name", cid), container, tuple(groups), shared, allowed)
+    patterns, alerting = _exemptions(options)
+    return GroupsSpec(cid, options.get("name", cid), container, tuple(groups), shared, allowed,
+                      ignore_imports=patterns, unmatched_alerting=alerting)
 
 
 def layer_spec(cid: str, options: dict) -> LayerSpec:
@@ -279,7 +309,8 @@ def layer_spec(cid: str, options: dict) -> LayerSpec:
         for b in layers[i + 1:]:
             if is_under(a, b) or is_under(b, a):
                 raise OptionError("layers", f"layers '{a}' and '{b}' overlap.")
-    return LayerSpec(cid, options.get("name", cid), layers)
+    patterns, alerting = _exemptions(options)
+    return LayerSpec(cid, options.get("name", cid), layers, ignore_imports=patterns, unmatched_alerting=alerting)
 
 
 SPEC_BUILDERS = {"removed_modules": removed_spec, "operator_groups": groups_spec, "layer": layer_spec}
@@ -288,6 +319,10 @@ KNOWN_OPTIONS = {
     "operator_groups": {"container", "groups", "shared_modules", "allowed_imports"},
     "layer": {"layers"},
 }
+# Every contract type takes import-linter's exemptions (contracts/ignores.py).
+EXEMPTION_OPTIONS = ("ignore_imports", "unmatched_ignore_imports_alerting")
+for _options in KNOWN_OPTIONS.values():
+    _options.update(EXEMPTION_OPTIONS)
 
 
 # --------------------------------------------------------------------------- the file

@@ -60,6 +60,9 @@ def _src_for(root: str) -> str:
 
 class _OwnContract(Contract):
     kind = ""
+    # import-linter's exemptions, on every type (parsed and applied by contracts/ignores.py).
+    ignore_imports = fields.ListField(subfield=fields.StringField(), required=False)
+    unmatched_ignore_imports_alerting = fields.StringField(required=False)
 
     def validate(self) -> None:
         try:
