@@ -66,6 +66,14 @@ def test_golden_output(every_rule, fmt):
     code, out, _ = cli(every_rule, "--output-format", fmt)
     assert code == 1
     text = out.replace(__version__, "{version}")
+    if fmt == "sarif":
+        # The rules' texts come from their docstrings (checked in test_sarif_structure): kept out of
+        # the golden file so that a documentation edit does not change it.
+        log = json.loads(text)
+        for rule in log["runs"][0]["tool"]["driver"]["rules"]:
+            for key in ("shortDescription", "fullDescription", "help"):
+                rule[key] = {k: "(from the docstring)" for k in rule[key]}
+        text = json.dumps(log, indent=2) + "\n"
     golden = GOLDEN / f"{fmt}.txt"
     if os.environ.get("NAMESPACE_LINT_UPDATE_GOLDEN"):
         golden.write_text(text)
