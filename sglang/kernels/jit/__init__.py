@@ -13,8 +13,10 @@ from sglang.kernels.jit.device import (
     use_triton,
 )
 from sglang.kernels.jit.launch import (
+    COPY_WORD_BYTES,
     MAX_FUSED_SIZE,
     cdiv,
+    copy_word,
     next_power_of_2,
     row_block_size,
     row_num_warps,
@@ -30,6 +32,7 @@ from sglang.kernels.jit.tolerances import (
 )
 
 __all__ = [
+    "COPY_WORD_BYTES",
     "MAX_FUSED_SIZE",
     "ROUNDED_ULPS",
     "TOLERANCES",
@@ -37,6 +40,7 @@ __all__ = [
     "cdiv",
     "check_index",
     "check_index_range",
+    "copy_word",
     "copy_kernel_device",
     "cuda_capability",
     "has_cuda",

@@ -44,6 +44,7 @@ from sglang.kernels.jit import (
     check_index,
     check_index_range,
     copy_kernel_device,
+    copy_word,
     has_cuda,
     interpreter_enabled,
     next_power_of_2,
@@ -52,10 +53,6 @@ from sglang.kernels.jit import (
 
 # upstream's default CTA quota (accepted; see the module docstring).
 DEFAULT_BLOCK_QUOTA = 2
-
-# Rows move as 4-byte words when every byte offset is a multiple of 4 (Triton then emits 16-byte
-# vector accesses for 16-byte-aligned rows), as bytes otherwise.
-_WORD_BYTES = 4
 
 # At most 1024 words (4 KiB) per program: 4 warps x 32 threads x 4 words (one 16-byte vector
 # per thread) cover 512 words a pass, so a block is two passes, enough to amortize the two index
@@ -196,13 +193,6 @@ def can_use_write_back_jit_kernel(
     return False
 
 
-def _word(row_bytes: int, *byte_offsets: int) -> tuple[object, int]:
-    """(Triton word type, word size): 4-byte words when every offset allows them, else bytes."""
-    if all(b % _WORD_BYTES == 0 for b in (row_bytes, *byte_offsets)):
-        return tl.int32, _WORD_BYTES
-    return tl.uint8, 1
-
-
 def _launch_grid(n: int, n_words: int, n_layers: int) -> tuple[tuple[int, int, int], int]:
     block = min(next_power_of_2(n_words), _MAX_BLOCK_WORDS)
     return (n, triton.cdiv(n_words, block), n_layers), block
@@ -249,7 +239,7 @@ def _transfer_hicache_one_layer_op(
         return
     esize = kd.element_size()
     strides = [t.stride(0) * esize for t in (ks, vs, kd, vd)]
-    word_ty, word = _word(element_dim * esize, *strides, *(t.data_ptr() for t in pools))
+    word_ty, word = copy_word(element_dim * esize, *strides, *(t.data_ptr() for t in pools))
     n_words = element_dim * esize // word
     grid, block = _launch_grid(indices_src.numel(), n_words, 1)
     with _device_context(device):
@@ -361,7 +351,7 @@ def _transfer_hicache_all_layer_op(
             "(`can_use_hicache_jit_kernel` is False); copy per layer with "
             "`transfer_hicache_one_layer` instead"
         )
-    word_ty, word = _word(element_size, src_stride_bytes, dst_stride_bytes)
+    word_ty, word = copy_word(element_size, src_stride_bytes, dst_stride_bytes)
     n_words = element_size // word
     device = k_ptr_dst.device
     grid, block = _launch_grid(indices_src.numel(), n_words, k_ptr_dst.numel())

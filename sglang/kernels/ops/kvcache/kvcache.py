@@ -27,10 +27,13 @@ import torch
 import triton
 import triton.language as tl
 
-from sglang.kernels.jit import check_index, check_index_range, next_power_of_2, use_triton
-
-# Rows move as 4-byte words when every byte offset allows it, as bytes otherwise.
-_WORD_BYTES = 4
+from sglang.kernels.jit import (
+    check_index,
+    check_index_range,
+    copy_word,
+    next_power_of_2,
+    use_triton,
+)
 
 # At most 1024 words per program: 4 warps x 32 threads x 8 words cover it in two 16-byte
 # vectors per thread; a typical row (8 heads x 128 dims x 2 bytes = 512 words) is one program,
@@ -203,7 +206,7 @@ def _store_cache_op(
     esize = k.element_size()
     offsets = [k_bytes, v_bytes] + [t.stride(0) * esize for t in (kr, vr, kcr, vcr)]
     offsets += [t.data_ptr() for t in (kr, vr, kcr, vcr)]
-    word_ty, word = (tl.int32, _WORD_BYTES) if all(b % _WORD_BYTES == 0 for b in offsets) else (tl.uint8, 1)
+    word_ty, word = copy_word(*offsets)
     k_words, v_words = k_bytes // word, v_bytes // word
     block = min(next_power_of_2(max(k_words, v_words)), _MAX_BLOCK)
     grid = (k.shape[0], triton.cdiv(max(k_words, v_words), block))

@@ -38,14 +38,12 @@ from sglang.kernels.jit import (
     check_index,
     check_index_range,
     copy_kernel_device,
+    copy_word,
     has_cuda,
     interpreter_enabled,
     next_power_of_2,
     triton_available,
 )
-
-# Items move as 4-byte words when every byte offset allows it, as bytes otherwise.
-_WORD_BYTES = 4
 
 # At most 4096 words (16 KiB) per program: a state item is often tens of KB, so each program
 # moves a long run, hiding the two index loads; 4 warps x 32 threads x 4 words (16-byte vectors)
@@ -160,12 +158,6 @@ def _indices(op: str, src_indices, dst_indices, devices) -> None:
         )
 
 
-def _word(*byte_offsets: int):
-    if all(b % _WORD_BYTES == 0 for b in byte_offsets):
-        return tl.int32, _WORD_BYTES
-    return tl.uint8, 1
-
-
 def _launch(device, grid_n, n_layers, item_size, args, word, word_ty, from_table):
     n_words = item_size // word
     block = min(next_power_of_2(n_words), _MAX_BLOCK_WORDS)
@@ -194,7 +186,7 @@ def _transfer_kv_mamba_pf_lf_op(
         # without the interpreter): the reference, which the driver stages.
         transfer_kv_mamba_pf_lf_ref(src, dst, src_indices, dst_indices, layer_id, item_size, src_layout_dim)
         return
-    word_ty, word = _word(item_size, src_layout_dim, src.data_ptr(), dst.data_ptr())
+    word_ty, word = copy_word(item_size, src_layout_dim, src.data_ptr(), dst.data_ptr())
     args = (
         src,
         dst,
@@ -277,7 +269,7 @@ def _transfer_kv_mamba_lf_pf_op(
             f"{op}: no Triton kernel can run on {device} with dst on {dst.device} "
             "(`can_use_transfer_kv_mamba_kernel`; a CUDA table needs a CUDA or pinned dst)"
         )
-    word_ty, word = _word(item_size, dst_layout_dim, dst.data_ptr())
+    word_ty, word = copy_word(item_size, dst_layout_dim, dst.data_ptr())
     args = (
         src_ptrs,
         dst,
