@@ -252,9 +252,13 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     if paths:
         keep = _path_filter(src, paths)
         files = [p for p in files if keep(os.path.relpath(p, src).replace(os.sep, "/"))]
-        for p in paths:  # a file named explicitly is checked even where importer_paths does not reach
+        for p in paths:  # named explicitly: checked even where importer_paths does not reach
             path = os.path.abspath(p)
-            if (path.endswith(".py") and os.path.isfile(path) and path not in files
+            if os.path.isdir(path) and not _is_inside(path, inside):
+                from contracts.engine.importers import Layout
+
+                files += importer_files(Layout(layout.base, layout.exclude, (path,)), inside)[0]
+            elif (path.endswith(".py") and os.path.isfile(path) and path not in files
                     and not _is_inside(path, inside) and not layout.excluded_by(path)):
                 files.append(path)
     if not files:

@@ -4,9 +4,11 @@ and what `exclude` leaves out of every walk.
 Upstream keeps its package under `python/` and much code beside it (`test/`, `benchmark/`,
 `scripts/`): a stale import there breaks just the same. Those files are importers, not modules
 of the graph: they are scanned for references (the rules that need no graph, `removed-module`),
-never given graph edges. They are read on every run (a few thousand files cost milliseconds; a
-file is parsed only when it contains a word a rule looks for), so the cached findings of the
-package never hide an edit to a test.
+never given graph edges. They are read on every run, never cached, so the cached findings of
+the package never hide an edit to a test; only a file that contains a word a rule looks for is
+parsed, and only around those words. (Measured: 0.5.23's `srt/`, `test/` and `benchmark/` taken
+as importers, 2,392 files and 39 MB: 0.5 s to walk, 1.7 s to read, filter and parse, on 2 cores
+under a load average of 11. With PATHs, as in pre-commit, only the files under them are read.)
 
 Patterns are relative to the config file's directory, with `/`: a plain path names that file or
 everything under that directory; `*`, `?` and `[...]` match within one path segment and `**` any
@@ -81,6 +83,8 @@ class Layout:
 
     def excluded_by(self, path: str) -> str | None:
         """The `exclude` pattern that leaves `path` out, or None."""
+        if not self.exclude:
+            return None
         rel = self.rel(path)
         if rel is None or rel == ".":
             return None
@@ -97,10 +101,11 @@ def importer_files(layout: Layout, inside: list[str]) -> tuple[list[str], list[s
     `__pycache__` and hidden directories."""
     found: set[str] = set()
     empty: list[str] = []
-    inside = [os.path.realpath(p) for p in inside]
+    inside = sorted({os.path.abspath(p) for p in inside} | {os.path.realpath(p) for p in inside})
 
     def is_inside(path: str) -> bool:
-        real = os.path.realpath(path)
+        # realpath (a dozen system calls) only for a link: a walk does not follow directory links
+        real = os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
         return any(real == top or real.startswith(top + os.sep) for top in inside)
 
     def add(path: str) -> bool:
@@ -152,7 +157,8 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
     `words`), parse errors, and what could not be read (`discovery.skipped`); no graph."""
     from contracts.engine.discover import Discovery, SourceFile
     from contracts.engine.model import Model
-    from contracts.engine.scan import scan_source, searchable
+    from contracts.engine.scan import MAX_PARSE_BYTES, scan_source, searchable
+    from contracts.engine.window import keep_hot_statements
 
     disc = Discovery(src=src)
     model = Model(src=src, discovery=disc)
@@ -161,7 +167,7 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
-            st = os.stat(path)
+                st = os.fstat(fh.fileno())
         except OSError as e:
             disc.skipped.append((rel, f"cannot read: {e.strerror or e}"))
             continue
@@ -171,7 +177,12 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
         hay = searchable(data)
         if not any(w in hay for w in words):
             continue
-        result = scan_source(data, name, False, words)
+        # Only the top-level statements around the words are parsed (as for the package's files,
+        # `window.py`); the whole file when that text does not parse on its own.
+        kept = keep_hot_statements(data, words) if len(data) <= MAX_PARSE_BYTES else None
+        result = scan_source(kept, name, False, words) if kept is not None else None
+        if result is None or result.error is not None:
+            result = scan_source(data, name, False, words)
         model.refs[rel] = result.refs
         if result.error is not None:
             model.errors[rel] = result.error

@@ -123,3 +123,12 @@ def test_a_parse_error_in_an_importer_that_names_a_removed_module_is_reported(tm
     proc = run_cli(["--no-cache"], cwd=root)
     assert "test/broken.py:2:1: parse-error" in proc.stdout
     assert "test/other.py" not in proc.stdout  # names nothing a rule checks: not parsed
+
+
+def test_a_named_directory_outside_the_packages_is_checked_as_importers(tmp_path):
+    root = upstream_like(tmp_path, {"tools/a.py": STALE, "tools/vendor/b.py": STALE},
+                         source_dir="python", exclude=("tools/vendor",))
+    assert run_cli(["--no-cache"], cwd=root).returncode == 0  # not an importer path
+    proc = run_cli(["--no-cache", "tools"], cwd=root)
+    assert proc.returncode == 1
+    assert [line.split(":")[0] for line in proc.stdout.splitlines() if ": removed-module " in line] == ["tools/a.py"]
