@@ -14,8 +14,15 @@ removed `sglang.jit_kernel` (imports and registry strings), comments that mentio
 For each size: `namespace-lint` over the whole tree with every rule, cold (`--no-cache`) and warm
 (a primed cache, nothing changed), and `ruff check --select TID251` for reference; the median of
 `--runs` runs and the peak RSS of the run (the child's `ru_maxrss`). The growth is the log-log
-slope of time against modules between sizes (1.0 is linear). The result is a markdown section
-written into `--out` between marker comments.
+slope of time against modules between sizes (1.0 is linear).
+
+The prefixes axis (`--prefixes 1 10 100 1000` on the `--prefix-tree` size): the `removed_modules`
+contract alone with that many removed prefixes -- `sglang.jit_kernel` and synthetic ones whose
+last parts are words every file holds (`total`, `values`, `items`, ...) or that sit in packages
+the tree imports from (`sglang.srt.pkg_<i>.gone`), the worst case for a word search -- cold,
+against ruff TID251 with the same bans, in alternating rounds; the slope is the log-log slope of
+cold time against prefixes (0.0 is flat) and the ratio of the largest count's time to one prefix's.
+The result is a markdown section written into `--out` between marker comments.
 """
 
 from __future__ import annotations
@@ -283,11 +290,73 @@ def bench_size(n: int, root: str, runs: int, env: dict, tmp: str) -> dict:
             **{f"{k}_mib": max(v) / 1024 for k, v in peaks.items()}}
 
 
+_WORDS = ["total", "values", "items", "size", "name", "Holder", "pipeline", "utils"]
+
+
+def prefixes_for(n: int) -> list[str]:
+    """`sglang.jit_kernel` and n - 1 synthetic removed prefixes (none of them in the tree)."""
+    out = ["sglang.jit_kernel"]
+    for i in range(n - 1):
+        out.append(f"sglang.legacy_{i // len(_WORDS)}.{_WORDS[i % len(_WORDS)]}" if i % 2 == 0
+                   else f"sglang.srt.pkg_{i // 2}.gone")
+    return out
+
+
+def bench_prefixes(counts: list[int], root: str, runs: int, env: dict, tmp: str) -> list[dict]:
+    tools = {}
+    for n in counts:
+        prefixes = prefixes_for(n)
+        config = os.path.join(tmp, f"prefixes-{n}.importlinter")
+        with open(config, "w") as f:
+            f.write("[importlinter]\nroot_packages =\n    sglang\ncontract_types =\n"
+                    "    removed_modules: contracts.RemovedModulesContract\n\n[importlinter:contract:removed]\n"
+                    "name = removed\ntype = removed_modules\nremoved_modules =\n"
+                    + "".join(f"    {p}\n" for p in prefixes))
+        ruff_cfg = os.path.join(tmp, f"ruff-{n}.toml")
+        with open(ruff_cfg, "w") as f:
+            f.write('[lint]\nselect = ["TID251"]\n[lint.flake8-tidy-imports.banned-api]\n'
+                    + "".join(f'"{p}".msg = "removed"\n' for p in prefixes))
+        tools[(n, "cold")] = [sys.executable, "-m", "contracts", "--config", config, "--src", root, "--no-cache"]
+        tools[(n, "ruff")] = [_bin("ruff"), "check", "--no-cache", "--config", ruff_cfg, "--exit-zero", "-q", "sglang"]
+    measure(tools[(counts[0], "cold")], root, env)  # warm-up: page cache, bytecode
+    times: dict = {k: [] for k in tools}
+    order = list(tools)
+    for _ in range(runs):
+        order = order[1:] + order[:1]
+        for key in order:
+            t, _ = measure(tools[key], root, env)
+            times[key].append(t)
+            print(f"  prefixes {key[0]}: {key[1]}: {t:.2f} s", file=sys.stderr)
+    rows = []
+    for n in counts:
+        cold, ruff = times[(n, "cold")], times[(n, "ruff")]
+        rows.append({"prefixes": n, "cold_s": statistics.median(cold), "ruff_s": statistics.median(ruff),
+                     "ratio": statistics.median([a / b for a, b in zip(cold, ruff)]),
+                     "vs_one": statistics.median([a / b for a, b in zip(cold, times[(counts[0], "cold")])])})
+    return rows
+
+
+def render_prefixes(rows: list[dict], modules: int) -> list[str]:
+    lines = ["", f"Removed prefixes on the {modules:,}-module tree (the `removed_modules` contract alone; ruff "
+             "bans the same prefixes; alternating rounds, medians):", "",
+             "| prefixes | cold | vs 1 prefix (same round) | ruff TID251 | vs ruff |", "|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['prefixes']:,} | {r['cold_s']:.2f} s | {r['vs_one']:.2f}x | {r['ruff_s']:.2f} s | "
+                     f"{r['ratio']:.2f}x |")
+    a, b = rows[0], rows[-1]
+    if b["prefixes"] > a["prefixes"]:
+        k = math.log(b["cold_s"] / a["cold_s"]) / math.log(b["prefixes"] / a["prefixes"])
+        lines += ["", f"Log-log slope of cold time against prefixes, {a['prefixes']:,} -> {b['prefixes']:,}: "
+                      f"{k:.3f} (0 is flat); {b['prefixes']:,} prefixes take {b['vs_one']:.2f}x the time of "
+                      f"{a['prefixes']:,}."]
+    return lines
+
+
 def slope(a: dict, b: dict, key: str) -> float:
     return math.log(b[key] / a[key]) / math.log(b["files"] / a["files"])
 
 
-def render(rows: list[dict], runs: int) -> str:
+def render(rows: list[dict], runs: int, prefix_rows: list[dict] | None = None, prefix_modules: int = 0) -> str:
     lines = [MARK_BEGIN, "", f"Measured {datetime.date.today().isoformat()} on {machine()}; {versions()}. "
              f"Median of {runs} runs after a warm-up run; peak RSS of the checker's process.", "",
              "| modules | `.py` files | MB | cold | warm | ruff TID251 | peak RSS cold | peak RSS warm |",
@@ -300,6 +369,8 @@ def render(rows: list[dict], runs: int) -> str:
         lines.append(f"Log-log slope {a['n']:,} -> {b['n']:,} modules: cold {slope(a, b, 'cold_s'):.2f}, "
                      f"warm {slope(a, b, 'warm_s'):.2f}, ruff {slope(a, b, 'ruff_s'):.2f}; "
                      f"peak memory {slope(a, b, 'cold_mib'):.2f}.")
+    if prefix_rows:
+        lines += render_prefixes(prefix_rows, prefix_modules)
     lines += ["", MARK_END]
     return "\n".join(lines)
 
@@ -310,20 +381,29 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "namespace-lint-bench"))
     p.add_argument("--out", default=os.path.join(REPO, "docs", "benchmarks.md"))
+    p.add_argument("--prefixes", type=int, nargs="*", default=[1, 10, 100, 1000],
+                   help="removed-prefix counts for the prefixes axis (none: skip it)")
+    p.add_argument("--prefix-tree", type=int, default=50000, help="the tree size the prefixes axis runs on")
+    p.add_argument("--readme", default=os.path.join(REPO, "README.md"), help="also replace the section here")
     p.add_argument("--json", help="also write the raw numbers here")
     args = p.parse_args(argv)
     env = _env()
     rows = []
+    prefix_rows = []
     with tempfile.TemporaryDirectory(prefix="nl-scaling-") as tmp:
         for n in args.sizes:
             rows.append(bench_size(n, tree_for(n, args.cache), args.runs, env, tmp))
-    section = render(rows, args.runs)
+        if args.prefixes:
+            prefix_rows = bench_prefixes(sorted(args.prefixes), tree_for(args.prefix_tree, args.cache), args.runs,
+                                         env, tmp)
+    section = render(rows, args.runs, prefix_rows, args.prefix_tree)
     print(section)
-    if args.out:
-        write_section(args.out, section, MARK_BEGIN, MARK_END)
+    for path in (args.out, args.readme):
+        if path:
+            write_section(path, section, MARK_BEGIN, MARK_END)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"sizes": rows, "prefixes": prefix_rows}, f, indent=1)
     return 0
 
 
