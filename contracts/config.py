@@ -193,10 +193,19 @@ class GroupsSpec:
     unmatched_alerting: str = "error"
 
     def group_of(self, module: str) -> str | None:
-        if not module.startswith(self.container + "."):
-            return None
-        head = module[len(self.container) + 1:].split(".", 1)[0]
-        return head if head in self._group_set else None
+        memo = self._group_memo  # the rules ask once per edge end: a tree has few modules
+        if module in memo:
+            return memo[module]
+        group = None
+        if module.startswith(self.container + "."):
+            head = module[len(self.container) + 1:].split(".", 1)[0]
+            group = head if head in self._group_set else None
+        memo[module] = group
+        return group
+
+    @cached_property
+    def _group_memo(self) -> dict[str, str | None]:
+        return {}
 
     @cached_property
     def _group_set(self) -> frozenset[str]:

@@ -18,10 +18,13 @@ def ancestors_or_self(module: str):
         module = module.rpartition(".")[0]
 
 
+_UNSEEN = object()
+
+
 class PrefixIndex:
     """A set of dotted prefixes, in the order given (the order decides `first_of`)."""
 
-    __slots__ = ("_rank", "_ancestors", "_sorted", "_memo", "prefixes")
+    __slots__ = ("_rank", "_ancestors", "_sorted", "_memo", "_longest", "prefixes")
 
     def __init__(self, prefixes) -> None:
         self.prefixes = tuple(prefixes)
@@ -32,6 +35,7 @@ class PrefixIndex:
         self._ancestors = {a for p in self._rank for a in ancestors_or_self(p.rpartition(".")[0])}
         self._sorted = sorted(self._rank)
         self._memo: dict[str, str | None] = {}
+        self._longest: dict[str, str | None] = {}  # the engine and rules ask about the same names often
 
     def __bool__(self) -> bool:
         return bool(self._rank)
@@ -52,11 +56,19 @@ class PrefixIndex:
 
     def longest_of(self, module: str) -> str | None:
         """The longest prefix `module` is, or lies under."""
-        rank = self._rank
-        for a in ancestors_or_self(module):
-            if a in rank:
-                return a
-        return None
+        memo = self._longest
+        found = memo.get(module, _UNSEEN)
+        if found is _UNSEEN:
+            rank = self._rank
+            found = None
+            name = module
+            while name:
+                if name in rank:
+                    found = name
+                    break
+                name = name.rpartition(".")[0]
+            memo[module] = found
+        return found
 
     def __contains__(self, prefix: str) -> bool:
         return prefix in self._rank

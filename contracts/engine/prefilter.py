@@ -34,6 +34,7 @@ from contracts.prefixes import PrefixIndex
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") | frozenset(range(128, 256))
 _QUOTES = frozenset(b"'\"")
 _SPACE = frozenset(b" \t\f")
+_MAY_GO_ON = _SPACE | frozenset(b".\\") | frozenset(range(128, 256))  # what may follow a name that goes on
 _FROM_TAIL = re.compile(r"(?:^|(?<=[^\w.]))(?P<kw>from)[ \t\f]+$")
 _RELATIVE = re.compile(rb"from[ \t\f\\\n]*\.")
 _RELATIVE_LINE = re.compile(r"[ \t\f]*from[ \t\f]*(\.+)[ \t\f]*([A-Za-z_]\w*(?:\.\w+)*)?[ \t\f]+import[ \t\f(]")
@@ -73,19 +74,24 @@ class RemovedPrefilter:
         hits: list[int] = []
         size = len(data)
         dynamic = None  # does the file call import_module (a relative target names its package)?
+        kinds, kind_of = self._kind, self._kind_of
         for root, pattern in self._paths.items():
             if root not in data:
                 continue
             for m in pattern.finditer(data):
-                start, end = m.span()
-                before = data[start - 1] if start else 10
-                if before in _WORD:
+                start = m.start()
+                if start and data[start - 1] in _WORD:
                     continue  # inside a longer name (`my_root`, `x.root`)
-                kind = self._kind_of(m.group())
-                if kind & self.UNDER:
+                path = m.group()
+                kind = kinds.get(path)
+                if kind is None:
+                    kind = kind_of(path)
+                if kind & 1:  # UNDER
                     hits.append(start)
                     continue
+                end = m.end()
                 after = data[end] if end < size else 10
+                before = data[start - 1] if start else 10
                 if before in _QUOTES:
                     if after == before:  # the whole string; concatenation may continue it
                         if dynamic is None:
@@ -98,10 +104,10 @@ class RemovedPrefilter:
                     elif after == 0x5C or after >= 128:  # an escape, a non-ASCII name part
                         hits.append(start)
                     continue
-                if after >= 128 or _name_goes_on(data, end):
+                if after in _MAY_GO_ON and (after >= 128 or _name_goes_on(data, end)):
                     hits.append(start)  # `r .a`, `r.a\` newline `.b`, `r.a. b`: let ast read it
                     continue
-                if kind & self.ANCESTOR and self._from_names_hot(data, start, m.group().decode("ascii")):
+                if kind & 2 and self._from_names_hot(data, start, path.decode("ascii")):  # ANCESTOR
                     hits.append(start)
         if b"from" in data:
             for m in _RELATIVE.finditer(data):
