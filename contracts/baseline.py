@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,20 +36,30 @@ from contracts.findings import Finding
 
 VERSION = 2
 READS = (1, 2)
+MAX_BYTES = 256 * 2**20  # upstream's baseline is 60 kB
 FIELDS = ("rule", "importer", "imported")
 
 
 def load(path: str) -> dict[tuple[str, str, str], dict]:
     """The entries of the baseline at `path`, by key. Raises UsageError naming the file."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):  # /dev/zero, a FIFO: never read
+                raise UsageError(f"--baseline {path}: not a regular file")
+            if st.st_size > MAX_BYTES:
+                raise UsageError(f"--baseline {path}: {st.st_size} bytes, over the {MAX_BYTES // 2**20} MiB "
+                                 f"a baseline may have")
+            text = f.read(MAX_BYTES + 1).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"--baseline {path}: no such file (create it with --write-baseline {path})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"--baseline {path}: cannot be read: {getattr(e, 'strerror', None) or e}") from None
     try:
         data = json.loads(text)
+    except (RecursionError, MemoryError):
+        raise UsageError(f"--baseline {path}: not a baseline file: nested too deeply or too large "
+                         f"to read") from None
     except json.JSONDecodeError as e:
         raise UsageError(f"--baseline {path}: not a baseline file: invalid JSON at line {e.lineno}, "
                          f"column {e.colno}: {e.msg}") from None

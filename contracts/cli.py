@@ -109,6 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     except NamespaceLintError as e:
         print(f"namespace-lint: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except (MemoryError, RecursionError) as e:  # an input no check above bounded: say so, briefly
+        kind = "too large" if isinstance(e, MemoryError) else "nested too deeply"
+        print(f"namespace-lint: error: an input is {kind} to process ({type(e).__name__}); "
+              f"if it is a file under --src, exclude it", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("namespace-lint: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

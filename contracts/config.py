@@ -269,14 +269,20 @@ def removed_spec(cid: str, options: dict) -> RemovedSpec:
             raise OptionError(
                 "replacements", f"'{old}' is not under a removed prefix ({', '.join(removed)})."
             )
+    # Linear in the number of lines: a target's prefixes are looked up (not every line tested
+    # against every other), and a chain already followed to its end is not followed again.
+    acyclic: set[str] = set()
     for old, new in pairs:
-        if new in seen or any(is_under(new, o) for o in seen):
-            chain, cur = [old], new
-            while cur in seen and cur not in chain:
+        parts = new.split(".")
+        if any(".".join(parts[:i]) in seen for i in range(len(parts), 0, -1)):
+            chain, on_chain, cur = [old], {old}, new
+            while cur in seen and cur not in on_chain and cur not in acyclic:
                 chain.append(cur)
+                on_chain.add(cur)
                 cur = seen[cur]
-            if cur in chain:
+            if cur in on_chain:
                 raise OptionError("replacements", f"replacements form a cycle: {' -> '.join(chain + [cur])}.")
+            acyclic.update(on_chain)
         for prefix in removed:
             if is_under(new, prefix):
                 raise OptionError(

@@ -123,6 +123,13 @@ class _Walker:
         return any(target == top or target.startswith(top + os.sep) for top in self.inside)
 
     def walk(self, directory: str, parts: list[str], depth: int) -> None:
+        if depth and "." in parts[-1]:
+            # `a.b/x.py` would be module `a.b.x`, which is `a/b/x.py`: no import reaches it (and
+            # grimp's scanner, handed such a name, panics). Reported when it holds Python files.
+            if _holds_py(directory):
+                self.skip(directory, "a directory name with a dot cannot be a package: Python cannot "
+                                     "import the `.py` files in it (rename it, or exclude it)")
+            return
         if depth > MAX_DEPTH:
             self.skip(directory, f"nested deeper than {MAX_DEPTH} directories; not walked")
             return
@@ -176,6 +183,9 @@ class _Walker:
             self.skip(path, f"{kind}, not a regular file; not opened")
         elif name == "__init__.py":
             self.add_file(path, parts, True, st)
+        elif "." in name[:-3]:
+            self.skip(path, "a file name with a dot before `.py` cannot be a module name: Python "
+                            "cannot import it (rename it, or exclude it)")
         else:
             self.add_file(path, parts + [name[:-3]], False, st)
 
@@ -218,6 +228,16 @@ class _Walker:
                 self.walk(path, parts, depth)
             else:
                 self.skip(path, f"symlink to `{first}`, scanned there; not scanned again under this name")
+
+
+def _holds_py(directory: str) -> bool:
+    """Whether any `.py` file lies under `directory` (links not followed, depth bounded)."""
+    for depth, (_, _dirs, filenames) in enumerate(os.walk(directory)):
+        if any(name.endswith(".py") for name in filenames):
+            return True
+        if depth > 10_000:
+            return True  # too large to be sure: report it
+    return False
 
 
 def _drop_shadowed(result: Discovery) -> None:

@@ -22,6 +22,7 @@ import bisect
 import itertools
 import operator
 import re
+import sys
 
 from contracts.engine.scan import decode_source, hot_lines, searchable
 
@@ -45,11 +46,47 @@ _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
 
 
+# What grimp's parser (ruff's, which reads every Python version's syntax) accepts and this
+# Python's does not. The window leaves the rest of a file to grimp's parse, so a file with one
+# of these is parsed whole by `ast` instead: a large file gets the `parse-error` a small one
+# gets. A match is only a reason to parse everything (false alarms cost time, never a finding).
+_STRICTER = [  # each starts with a literal, which `re` finds at memchr speed
+    re.compile(rb"\0"),  # a NUL byte
+    re.compile(rb"\t"),  # a tab (in indentation, a TabError is Python's alone); few files have one
+    re.compile(rb"except[ \t]+[^:\n(\[]*,"),  # `except A, B:`: Python 2 (and 3.14) syntax
+]
+_STRICTER_WORDS = []  # the same, where the match must start a token (checked by hand: a
+# look-behind would cost `re` its fast literal search)
+if sys.version_info < (3, 12):
+    _STRICTER_WORDS += [
+        re.compile(rb"type[ \t]+\w+[ \t]*[\[=]"),  # PEP 695 `type X = ...`
+        re.compile(rb"def[ \t]+\w+[ \t]*\["),  # PEP 695 generics
+        re.compile(rb"class[ \t]+\w+[ \t]*\["),
+    ]
+    # PEP 701 f-strings: the same quote, a backslash or a comment inside a replacement field
+    _STRICTER += [re.compile(prefix + rb"[^" + prefix[-1:] + rb"\n]*\{[^}\n]*[" + prefix[-1:] + rb"\\#]")
+                  for prefix in (b'f"', b"f'", b'F"', b"F'")]
+if sys.version_info < (3, 14):  # PEP 750 template strings
+    _STRICTER_WORDS += [re.compile(re.escape(p)) for p in (b't"', b"t'", b'T"', b"T'")]
+_NOT_TOKEN_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.'\"-")
+
+
+def python_alone_rejects(data: bytes) -> bool:
+    """Might Python reject `data` where grimp's parser accepts it? (Cheap; errs on the side of yes.)"""
+    if any(p.search(data) for p in _STRICTER):
+        return True
+    for p in _STRICTER_WORDS:
+        for m in p.finditer(data):
+            if m.start() == 0 or data[m.start() - 1] not in _NOT_TOKEN_START:
+                return True
+    return False
+
+
 def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | None = None) -> bytes | None:
     """`data` (a Python file) with every line outside the top-level statements that span a line
     containing one of `words` (or a line of `hot`, 1-based, ascending) blanked, as UTF-8; None
-    when the whole file should be parsed."""
-    if len(data) < MIN_BYTES:
+    when the whole file should be parsed (small, or Python may reject what grimp accepted)."""
+    if len(data) < MIN_BYTES or python_alone_rejects(data):
         return None
     if hot is None:
         hot = hot_lines(searchable(data), words)
