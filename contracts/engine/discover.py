@@ -183,9 +183,6 @@ class _Walker:
             self.skip(path, f"{kind}, not a regular file; not opened")
         elif name == "__init__.py":
             self.add_file(path, parts, True, st)
-        elif "." in name[:-3]:
-            self.skip(path, "a file name with a dot before `.py` cannot be a module name: Python "
-                            "cannot import it (rename it, or exclude it)")
         else:
             self.add_file(path, parts + [name[:-3]], False, st)
 

@@ -39,6 +39,13 @@ def _identifier_module(name: str) -> bool:
     return all(part.isidentifier() for part in name.split("."))
 
 
+def _named_as_found(f: SourceFile) -> bool:
+    """Whether grimp, given `f.module`, finds this very file: not so for `a.b.py` (module `a.b`
+    is `a/b.py` to grimp, whose scanner panics on a module it cannot find)."""
+    parts = f.module.split(".")
+    return f.rel in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py")
+
+
 # grimp's native parser recurses once per level of an expression and overflows its thread's
 # stack (a segfault: the whole run dies) somewhere between 100k and 200k levels (`x = a.b.b...`,
 # `1+1+...`, measured with grimp 3.20). Every level costs at least one operator character (or
@@ -86,7 +93,8 @@ class EdgeScanner:
         failed: dict[str, str] = {}
         native, others = [], []
         for f in files:
-            native_ok = _identifier_module(f.module) and f.module not in decoded and not self._too_deep(f)
+            native_ok = (_identifier_module(f.module) and _named_as_found(f) and f.module not in decoded
+                         and not self._too_deep(f))
             (native if native_ok else others).append(f)
         if native and not self._native_broken:
             try:
@@ -128,8 +136,8 @@ class EdgeScanner:
             from grimp.application.ports.modulefinder import FoundPackage, ModuleFile
             from grimp.domain.valueobjects import Module
 
-            module_file = {m: ModuleFile(module=Module(m), mtime=0) for m in self.known
-                           if _identifier_module(m)}
+            module_file = {m: ModuleFile(module=Module(m), mtime=0) for m, f in self.known.items()
+                           if _identifier_module(m) and _named_as_found(f)}
             packages = {
                 FoundPackage(name=root, directory=directory, module_files=frozenset(
                     mf for m, mf in module_file.items() if is_under(m, root)))

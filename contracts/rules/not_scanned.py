@@ -6,7 +6,7 @@ that cannot be read (permissions), a directory that cannot be listed, a symlink 
 outside the tree, a symlink loop or a link to a directory already scanned under its own name, a
 broken link, a `.py` entry that is not a regular file (a FIFO is never opened), a name that is
 not valid UTF-8, `mod.py` shadowed by a package `mod/`, nesting deeper than the walk's bound, a
-directory or file name with a dot (`v1.2/`, `a.b.py`: no import reaches it), a file over the
+directory name with a dot (`v1.2/`, `.agents/`: no import reaches the files in it), a file over the
 64 MiB the tool reads (reported before it is read).
 Every such path is also counted in "Scanned N of M .py files": N < M whenever one is reported.
 
