@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             from contracts.derive_map import main as derive_main
             from contracts.terminal import Progress
 
-            with Progress().phase("deriving the map"):
+            progress = Progress()
+            with progress.phase("deriving the map"), progress.guarding():
                 return derive_main(argv[1:])
         if argv and argv[0] == "rules":
             return _rules(argv[1:])

@@ -8,6 +8,7 @@ before anything else is printed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -69,6 +70,17 @@ class Progress:
                 self.stream.flush()
                 self._shown = False
 
+    @contextlib.contextmanager
+    def guarding(self):
+        """While inside: the first write to sys.stdout or sys.stderr (by code that prints as it
+        goes, as derive-map does) ends the progress line first, so the two never interleave."""
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _StopOnWrite(saved[0], self), _StopOnWrite(saved[1], self)
+        try:
+            yield self
+        finally:
+            sys.stdout, sys.stderr = saved
+
     def _loop(self) -> None:
         wait = self.delay - (time.monotonic() - self.start)
         while not self._stop.wait(max(wait, 0.0)):
@@ -81,3 +93,15 @@ class Progress:
                     return
                 self._shown = True
             wait = 0.5
+
+
+class _StopOnWrite:
+    def __init__(self, stream, progress: Progress) -> None:
+        self._stream, self._progress = stream, progress
+
+    def write(self, text):
+        self._progress.stop()
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)

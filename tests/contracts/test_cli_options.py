@@ -269,3 +269,18 @@ def test_progress_line_only_on_a_terminal_and_only_after_the_delay():
     with Progress(stream=piped, delay=0).phase("checking"):
         time.sleep(0.1)
     assert piped.getvalue() == ""
+
+
+def test_progress_line_is_erased_before_code_that_prints_as_it_goes(monkeypatch):
+    tty = _Tty()
+    progress = Progress(stream=tty, delay=0.01)
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    with progress.phase("deriving the map"), progress.guarding():
+        time.sleep(0.2)
+        print("result")
+        shown = tty.getvalue()
+        time.sleep(0.2)
+    assert "namespace-lint: deriving the map... " in shown and shown.endswith("\r\x1b[K")
+    assert tty.getvalue() == shown  # nothing drawn after the first print
+    assert out.getvalue() == "result\n" and sys.stdout is out
