@@ -30,6 +30,12 @@ a transfer does not crowd out compute); they are accepted and checked, and the T
 does not need them (its block size is set from the row). Index ranges of the one-layer copy
 are checked on the device (`torch._assert_async`), never by reading the indices on the host;
 a repeated destination slot is the caller's contract (two writes race), as upstream's.
+
+Differs from upstream: one addition, `layer_pointer_table(layers, device=None)`, the uint64
+table of layer base addresses the all-layer copy takes; upstream's host pool builds it inline
+(`torch.tensor([t.data_ptr() for t in layers], dtype=torch.uint64)`), here the pools and tests
+share one helper. `can_use_write_back_jit_kernel` is always False: upstream's staged write-back
+kernels do not exist here, and callers take the all-layer backup instead.
 """
 
 from __future__ import annotations
