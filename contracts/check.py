@@ -267,7 +267,10 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     results = []
     for r in full.contracts:
         spec = next((s for s in specs if s.id == r.id), None) if r.kind == "removed_modules" else None
-        found = r.findings if spec is None else sorted(set(r.findings) | set(rules.removed_module.check(model, spec)))
+        found = r.findings
+        if spec is not None:
+            extra, unused_after_all = _importer_findings(model, spec, found)
+            found = sorted((set(found) - unused_after_all) | set(extra))
         results.append(ContractResult(r.id, r.name, r.kind, found))
     engine = sorted(set(full.engine_findings) | set(rules.parse_error.check(model))
                     | set(rules.not_scanned.check(model)))
@@ -277,6 +280,21 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
         findings=[], contracts=results, skipped_contracts=full.skipped_contracts,
         cache_status=full.cache_status, engine_findings=engine,
     ), notes
+
+
+def _importer_findings(model, spec: RemovedSpec, package_findings) -> tuple[list[Finding], set[Finding]]:
+    """(`removed-module` findings of the importers, with the contract's `ignore_imports` applied;
+    the package's "`ignore_imports` line ... matches no import" findings whose line an importer
+    did match)."""
+    from contracts import ignores, rules
+
+    patterns = getattr(spec, "ignore_imports", ())
+    used: set[int] = set()
+    extra = ignores.filter_findings(rules.removed_module.check(model, spec), patterns, used)
+    matched = {tuple(part.strip() for part in patterns[i].text.partition("->")[::2]) for i in used}
+    stale = {f for f in package_findings if f.rule == "unused-allowed-import"
+             and f.message.startswith("`ignore_imports` line") and (f.importer, f.imported) in matched}
+    return extra, stale
 
 
 def _is_inside(path: str, tops: list[str]) -> bool:

@@ -132,3 +132,14 @@ def test_a_named_directory_outside_the_packages_is_checked_as_importers(tmp_path
     proc = run_cli(["--no-cache", "tools"], cwd=root)
     assert proc.returncode == 1
     assert [line.split(":")[0] for line in proc.stdout.splitlines() if ": removed-module " in line] == ["tools/a.py"]
+
+
+def test_ignore_imports_applies_to_importers_and_counts_as_used(tmp_path):
+    config = layout_config(source_dir="python", importers=("test",)).replace(
+        "replacements =\n", "ignore_imports =\n    test.legacy -> pkg.jit_kernel.**\nreplacements =\n", 1)
+    files = {f"python/{k}": v for k, v in CLEAN_TREE.items()}
+    files.update({"test/legacy.py": STALE, "test/new.py": STALE})
+    root = write_tree(tmp_path, files, config)
+    proc = run_cli(["--no-cache", "--format", "json"], cwd=root)
+    found = [(f["path"], f["rule"]) for f in json.loads(proc.stdout)["findings"]]
+    assert found == [("test/new.py", "removed-module")], proc.stdout + proc.stderr
