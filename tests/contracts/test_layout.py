@@ -143,3 +143,10 @@ def test_ignore_imports_applies_to_importers_and_counts_as_used(tmp_path):
     proc = run_cli(["--no-cache", "--format", "json"], cwd=root)
     found = [(f["path"], f["rule"]) for f in json.loads(proc.stdout)["findings"]]
     assert found == [("test/new.py", "removed-module")], proc.stdout + proc.stderr
+
+
+def test_a_named_file_the_walk_cannot_reach_is_a_notice(tmp_path):
+    root = upstream_like(tmp_path, {"python/pkg/srt/.agents/skill.py": STALE}, source_dir="python")
+    proc = run_cli(["--no-cache", "python/pkg/srt/.agents/skill.py"], cwd=root)
+    (notice,) = [x for x in proc.stderr.splitlines() if "notice" in x]
+    assert "python/pkg/srt/.agents/skill.py: not checked: it is under `python/pkg/srt/.agents`" in notice
