@@ -68,7 +68,11 @@ def _place(result: Derived, new: TreeIndex, prefix: str, module: str, name: str,
     candidates.sort(key=lambda x: (-x[1], x[0]))
     if not candidates:
         near = [m for m, _ in new.definitions_of(definition.name) if not is_under(m, prefix)]
-        if near:
+        target = result.effective(module)
+        if target is not None and new.binds(target, name):
+            result.names_unmatched[key] = (f"`{target}` still has a `{name}`, but not the same definition "
+                                           f"(its body or parameters changed): check its callers")
+        elif near:
             result.names_unmatched[key] = (f"`{definition.name}` is defined in "
                                            f"{', '.join(f'`{m}`' for m in near[:3])}, but with another body")
         else:
