@@ -148,9 +148,14 @@ def main(argv=None) -> int:
           f"{len(strings)} string targets)")
     fixed = _cli("--config", config, "--src", tree, "--fix", "--verify-against", after, cwd=work)
     print(f"--fix --verify-against: {fixed.stdout.strip().splitlines()[-1]}")
-    for line in fixed.stdout.splitlines():
-        if ": not auto-fixable: " in line:
-            print(f"  left: {line.split(tree + os.sep, 1)[-1]}")
+    left = [line for line in fixed.stdout.splitlines() if ": not auto-fixable: " in line]
+    string_keys = {(os.path.realpath(os.path.join(work, f["path"])), f["line"], f["col"]) for f in strings}
+    left_strings = sum(1 for line in left if _where(line, work) in string_keys)
+    print(f"  rewritten: {len(findings) - len(left)} of {len(findings)} "
+          f"({len(findings) - len(strings) - (len(left) - left_strings)} of {len(findings) - len(strings)} imports, "
+          f"{len(strings) - left_strings} of {len(strings)} string targets)")
+    for line in left:
+        print(f"  left: {line.split(tree + os.sep, 1)[-1]}")
     again = _cli("--config", config, "--src", tree, "--fix", cwd=work)
     print(f"second --fix: {again.stdout.strip().splitlines()[-1]}")
 
@@ -214,6 +219,12 @@ def main(argv=None) -> int:
     for line in problems:
         print(f"  problem: {line}")
     return 1 if problems else 0
+
+
+def _where(line: str, cwd: str) -> tuple:
+    """(real path, line, col) of a `path:line:col: not auto-fixable` line printed in `cwd`."""
+    path, line_no, col = line.split(": not auto-fixable: ", 1)[0].rsplit(":", 2)
+    return os.path.realpath(os.path.join(cwd, path)), int(line_no), int(col)
 
 
 def is_target(value: str, root: str) -> bool:
