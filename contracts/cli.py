@@ -209,6 +209,7 @@ def _rules(argv: list[str]) -> int:
 def _check(argv: list[str]) -> int:
     from contracts import config as config_mod
     from contracts.check import run
+    from contracts.config_source import shown
     from contracts.errors import UsageError
     from contracts.terminal import Progress
 
@@ -329,7 +330,7 @@ def _check(argv: list[str]) -> int:
             _emit(_render(args, cfg, src, result, rest, [], quiet=True), None)
             print(f"{_plural(len(rest), 'finding')} of other rules remain; --fix does not repair them.")
         for note in notes:
-            print(note, file=sys.stderr)
+            print(shown(note), file=sys.stderr)
         return _exit(args, bool(findings) or bool(strict and gone))
 
     clock = time.perf_counter()
@@ -345,7 +346,7 @@ def _check(argv: list[str]) -> int:
               f"{len(findings)} finding{'' if len(findings) == 1 else 's'}.", file=sys.stderr)
     if notes and args.format not in ("concise", "text", "full") or (notes and args.statistics):
         for note in notes:
-            print(note, file=sys.stderr)
+            print(shown(note), file=sys.stderr)
     if result.skipped_contracts and args.format in ("concise", "text", "full") and not args.quiet:
         print(f"({len(result.skipped_contracts)} contract(s) of import-linter's own types "
               f"not run here: {', '.join(result.skipped_contracts)}; lint-imports runs them.)",

@@ -10,6 +10,7 @@ import sys
 import tokenize
 from dataclasses import dataclass, field
 
+from contracts.config_source import shown as printable
 from contracts.engine.files import atomic_write
 from contracts.findings import Finding, shown_path
 from contracts.fix.rewrite import NameTargets
@@ -93,6 +94,7 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
             continue  # a link to a file fixed under its own name (both were named)
         seen.add(os.path.realpath(path))
         shown = shown_path(rel, src)  # what the output names: relative to cwd (see findings.py)
+        label = printable(shown)  # in the notes, control characters escaped (the diff header is _diff's)
         is_package = rel.rsplit("/", 1)[-1] == "__init__.py"
         findings = sorted(by_path[rel])
         try:
@@ -120,11 +122,11 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
             run.fixed.extend(outcome.fixed)
             run.files += 1
             if notes:
-                print(f"{shown}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
+                print(f"{label}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
                       file=notes)
         if notes:
             for f, reason in sorted(outcome.unfixable):
-                print(f"{shown}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
+                print(f"{label}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {printable(reason)}", file=notes)
         left.extend(outcome.unfixable)
     if notes:
         verb = "Fixed" if write else "Would fix"

@@ -1,24 +1,20 @@
-"""What the renderers share: the shown path of a finding (one place), escapes, colour, counts."""
+"""What the renderers share: the shown path of a finding, escapes, colour, counts.
+
+`escape`: a newline, CR, ESC, NUL, a bidi override (any character that is not printable) is
+written as its Python escape (`\\n`, `\\x1b`, `\\u202e`), so a file named `a\\nb.py` cannot forge
+a second finding line or drive the terminal."""
 
 from __future__ import annotations
 
 import os
 from collections import Counter
 
+from contracts.config_source import shown as escape  # noqa: F401 (the one escaper of control characters)
 from contracts.findings import Finding
 from contracts.renderers import Report
 
 BOLD, RED, CYAN, BLUE_BAR, RESET = "\x1b[1m", "\x1b[1;31m", "\x1b[36m", "\x1b[1;34m", "\x1b[0m"
 FIX_MARK = "[*]"
-
-
-def escape(text: str) -> str:
-    """`text` on one line, with no terminal control: a newline, CR, ESC, NUL, a bidi override
-    (any character that is not printable) is written as its Python escape (`\\n`, `\\x1b`,
-    `\\u202e`). A file named `a\\nb.py` cannot forge a second finding line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def shown_path(report: Report, finding: Finding) -> str:

@@ -267,3 +267,12 @@ def test_control_characters_in_paths_cannot_forge_lines_in_any_format(tree, fmt)
     if fmt in ("json", "sarif", "gitlab"):
         text = json.dumps(json.loads(out))
         assert "evil\\npkg" in text  # JSON keeps the real name, escaped by JSON itself
+
+
+def test_control_characters_in_paths_are_escaped_in_the_fix_notes(tree):
+    root = tree(HOSTILE)
+    code, out, err = cli(root, "--fix")
+    assert code == 0
+    assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
+    assert "pkg/srt/esc\\x1b[2Jclear\\r.py: fixed 1 import" in out
+    assert not any(line.startswith("pkg/srt/fake.py") for line in out.splitlines())
