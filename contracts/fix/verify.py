@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from contracts.engine.index import TreeIndex
 from contracts.engine.trees import open_tree, top_level_names
+from contracts.errors import UsageError
 
 
 class Verifier:
     def __init__(self, spec: str, option: str = "--verify-against") -> None:
         self.spec = spec
         directory = open_tree(spec, option)
-        self.index = TreeIndex(directory, top_level_names(directory))
+        roots = top_level_names(directory)
+        if not roots:
+            raise UsageError(f"{option} {spec}: holds no Python package or module to check the rewrites "
+                             f"against (name the directory that contains the packages)")
+        self.index = TreeIndex(directory, roots)
 
     def module(self, module: str) -> str | None:
         """None when `module` exists in TREE, else why not."""

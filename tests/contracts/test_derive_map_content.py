@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
 
 import pytest
@@ -193,3 +194,23 @@ def test_a_file_that_is_not_a_wheel_is_a_usage_error(tmp_path, capsys):
     code, out, err = derive(capsys, tmp_path / "notes.txt", tmp_path / "notes.txt")
     assert code == 2 and out == ""
     assert "--before " in err and "not a directory or a wheel (.whl)" in err
+
+
+def test_a_corrupt_wheel_is_one_clear_error(tmp_path, capsys):
+    (tmp_path / "broken-1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 not really a zip")
+    code, out, err = derive(capsys, tmp_path / "broken-1.0-py3-none-any.whl", tmp_path / "broken-1.0-py3-none-any.whl")
+    assert code == 2 and out == ""
+    assert "cannot be read as a wheel" in err and err.count("\n") == 1
+
+
+def test_a_wheel_member_that_climbs_out_is_not_unpacked(tmp_path, capsys):
+    files = dict(TINY_BEFORE)
+    files["../escaped.py"] = "def op(a, b):\n    pass\n"
+    files["/abs_escaped.py"] = "x = 1\n"
+    before = _wheel(tmp_path / "tinypkg-1.0-py3-none-any.whl", files)
+    after = _wheel(tmp_path / "tinypkg-2.0-py3-none-any.whl", TINY_AFTER)
+    code, out, _ = derive(capsys, before, after, "tinypkg.old")
+    assert "    tinypkg.old.op -> tinypkg.ops.op" in lines(out)
+    # The wheel is unpacked in a directory under the temporary directory: `..` would land there.
+    assert not os.path.exists(os.path.join(tempfile.gettempdir(), "escaped.py"))
+    assert not os.path.exists("/abs_escaped.py")

@@ -203,6 +203,57 @@ def test_verify_against_a_tree_that_cannot_be_had_is_a_usage_error(app, capsys, 
     assert (root / CASE).read_text() == "from dep.old.hicache import transfer\n"
 
 
+def test_verify_against_an_empty_directory_is_a_usage_error(app, capsys, tmp_path):
+    root = app("from dep.old.hicache import transfer\n")
+    (tmp_path / "empty").mkdir()
+    code = main(["--config", str(root / ".importlinter"), "--no-cache", "--fix", "--verify-against",
+                 str(tmp_path / "empty")])
+    assert code == 2 and "holds no Python package or module" in capsys.readouterr().err
+
+
+def _wheel_of(tree, path):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        for rel, text in AFTER.items():
+            z.writestr(rel, text)
+        z.writestr("dep-2.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: dep\nVersion: 2.0\n")
+        z.writestr("dep-2.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("dep-2.0.dist-info/RECORD", "")
+    return path
+
+
+def test_verify_against_takes_a_wheel(app, tmp_path):
+    wheel = _wheel_of(AFTER, tmp_path / "dep-2.0-py3-none-any.whl")
+    root = app("from dep.old.m3 import gemma_rmsnorm, missing_one\nfrom dep.old.hicache import transfer\n",
+               config=CONFIG + "    dep.old.m3:missing_one -> dep.ops.moe.m3_swiglu\n")
+    code, out = run(root, "--fix", "--verify-against", str(wheel))
+    assert (root / CASE).read_text() == ("from dep.old.m3 import gemma_rmsnorm, missing_one\n"
+                                         "from dep.ops.kvcache.hicache import transfer\n")
+    assert "`dep.ops.moe.m3_swiglu` in" in out and "has no `missing_one`" in out
+    assert code == 1
+
+
+def test_verify_against_takes_name_version_from_a_local_index(app, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.contracts.conftest import REPO
+
+    links = tmp_path / "links"
+    links.mkdir()
+    _wheel_of(AFTER, links / "dep-2.0-py3-none-any.whl")
+    root = app("from dep.old.hicache import transfer\n")
+    env = dict(os.environ, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(links),
+               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "contracts", "--no-cache", "--fix", "--verify-against", "dep==2.0"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert "every rewritten import checked against dep==2.0; 0 findings not auto-fixable" in proc.stdout, \
+        proc.stdout + proc.stderr
+    assert (root / CASE).read_text() == "from dep.ops.kvcache.hicache import transfer\n"
+
+
 def test_a_module_derive_map_could_not_place_is_not_rewritten_through_its_package(tmp_path, capsys):
     # `dep.old.pkg.sub` moved to two places (ambiguous): the package's line must not send
     # `from dep.old.pkg import sub` to `dep.ops.pkg.sub`, which does not exist.
