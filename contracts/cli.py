@@ -71,7 +71,7 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="FILE", help="fail only on findings not recorded in FILE")
     p.add_argument("--strict-baseline", action="store_true", default=None,
                    help="with --baseline: also fail when an entry of FILE no longer occurs")
-    p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE and exit 0")
+    p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE and exit 0; with --baseline: write that baseline pruned (nothing added)")
     fix = p.add_mutually_exclusive_group()
     fix.add_argument("--fix", action="store_true", help="rewrite fixable findings in place; report what is left")
     fix.add_argument("--diff", action="store_true", help="print the --fix rewrite as a unified diff; write nothing")
