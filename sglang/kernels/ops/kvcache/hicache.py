@@ -31,7 +31,11 @@ does not need them (its block size is set from the row). Index ranges of the one
 are checked on the device (`torch._assert_async`), never by reading the indices on the host;
 a repeated destination slot is the caller's contract (two writes race), as upstream's.
 
-Differs from upstream: one addition, `layer_pointer_table(layers, device=None)`, the uint64
+Differs from upstream: `can_use_hicache_jit_kernel` answers whether Triton can run here (CUDA
+present or the interpreter on) for any positive row size, where upstream's asks whether its CUDA
+kernel builds for a multiple of 128 bytes; the one-layer copy lets K and V of one side have
+different slot strides (upstream's needs one per side); the MLA and staged variants are not
+implemented. One addition, `layer_pointer_table(layers, device=None)`, the uint64
 table of layer base addresses the all-layer copy takes; upstream's host pool builds it inline
 (`torch.tensor([t.data_ptr() for t in layers], dtype=torch.uint64)`), here the pools and tests
 share one helper. `can_use_write_back_jit_kernel` is always False: upstream's staged write-back

@@ -17,6 +17,12 @@ the rows where they lie and writes K and V in one launch. It moves 4-byte words 
 row is not a whole number of words), never values, so fp8 caches stored as uint8 (or
 `float8_e4m3fn`) go through the same kernel, bit-exact. `num_split` is upstream's CUDA tuning
 knob (warps per row); it is accepted and the Triton launch splits rows by its block size.
+
+Differs from upstream: `k`/`v` and the caches may be `[rows, *item]` with each row contiguous
+(upstream's are 2-D), rows need not be whole 4-byte words (bytes are copied then), and
+`can_use_store_cache` is True for any positive widths wherever Triton runs, where upstream's asks
+whether its CUDA kernel builds; on a device without Triton the torch reference runs, with the
+same skip of the reserved slot.
 """
 
 from __future__ import annotations

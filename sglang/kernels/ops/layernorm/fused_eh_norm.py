@@ -12,9 +12,12 @@ The weight is applied in fp32 and the result rounded once (sglang's `RMSNorm` co
 upstream 0.5.17's `fused_eh_norm.cuh`: `x * rstd * w` in fp32, one cast).
 
 upstream's signature `fused_eh_norm(inputs_embeds, previous_hidden, enorm_weight, hnorm_weight,
-eps)` (no default eps), registered as `sglang::fused_eh_norm`. Upstream takes fp16/bf16 and
-hidden sizes in (256, 8192] that are multiples of 256; this kernel takes fp32 too and any hidden
-size up to one program's block, which `is_supported_fused_eh_norm_hidden_size` says.
+eps)` (no default eps), registered as `sglang::fused_eh_norm`.
+
+Differs from upstream: upstream takes fp16/bf16 and hidden sizes in (256, 8192] that are
+multiples of 256; this kernel takes fp32 too and any hidden size up to one program's block
+(16384), which `is_supported_fused_eh_norm_hidden_size` says; weights may be of another float
+dtype (they are upcast to fp32 before the product, as upstream's are).
 """
 
 from __future__ import annotations

@@ -15,6 +15,11 @@ checked against transformers. The two disagree on about a fifth of bf16 outputs.
 Unfused, this is an add that writes the new residual and a norm that reads it back. One program
 per row reads `input` and `residual` once and writes both once; the buffers are updated in place
 so the residual stream needs no allocation per layer. Registered as `sglang::fused_add_rmsnorm`.
+
+Differs from upstream: upstream's CUDA kernel takes 2-D fp16/bf16 input with a weight of the same
+dtype and hidden sizes that are multiples of 16 up to 8192; this Triton kernel also takes fp32,
+`[..., hidden]` input, a weight of another float dtype, and any hidden size up to 16384, which
+`is_supported_jit_fused_add_rmsnorm_hidden_size` reports. The rounding of both modes is upstream's.
 """
 
 from __future__ import annotations

@@ -11,9 +11,13 @@ rounding bit for bit, hence its own kernel: one program per row, the whole row i
 read of `x` and one write of `y`.
 
 upstream 0.5.17's signature `rmsnorm_hf(input, weight, eps=1e-6, out=None) -> out`, registered
-as `sglang::rmsnorm_hf`. Upstream takes 2-D fp16/bf16 input with a weight of its dtype; this one
-also takes `[..., hidden]`, fp32, and a weight of another float dtype (then the product is in
-`torch.promote_types(input.dtype, weight.dtype)`, as Hugging Face's is).
+as `sglang::rmsnorm_hf`.
+
+Differs from upstream: upstream takes 2-D fp16/bf16 input with a weight of its dtype and hidden
+sizes that are multiples of 32 (below 512) or of 512; this one also takes `[..., hidden]`, fp32,
+any hidden size up to 16384 (`is_supported_rmsnorm_hf_hidden_size`), and a weight of another
+float dtype, in which case the product is in `torch.promote_types(input.dtype, weight.dtype)`,
+as Hugging Face's is (with equal dtypes that is upstream's output dtype).
 """
 
 from __future__ import annotations

@@ -31,6 +31,12 @@ reads every tap straight from `x` or the cache, accumulates in fp32 and fuses Si
 residual. All three are registered custom ops (`sglang::inkling_*`) and read no tensor values
 on the host: the metadata is device data that the kernels index with; slots are clamped
 (`max(ci, 0)`) and masked as upstream's, so PAD lanes of a CUDA-graph padded batch are harmless.
+
+Differs from upstream: these take fp32 and fp16 activations as well as bf16 and any channel
+count (upstream's CUDA kernels need bf16 with an even D); upstream's
+`fused_gather_scatter_to_sconv_cache` and `fused_draft_extend_sconv_cache` (speculative-decoding
+cache maintenance) are not implemented here; the semantics of the three that are follow
+upstream's Triton kernels in `srt/models/inkling_common/kernels/sconv.py`.
 """
 
 from __future__ import annotations

@@ -24,6 +24,12 @@ straight from its source to its destination (pinned host memory is addressable b
 of the page-first side and the slot range of a tensor side are checked on the device
 (`torch._assert_async`); the table side's ranges are the caller's contract (its pools' sizes are
 not passed), as upstream's.
+
+Differs from upstream: `item_size` need not be a multiple of 16 bytes (words or bytes are
+copied); `transfer_kv_mamba_pf_lf` falls back to its torch reference where no kernel can address
+both buffers (a pageable host buffer beside a CUDA one, or a CPU without the interpreter), where
+upstream's requires CUDA index tensors; `can_use_transfer_kv_mamba_kernel` is an added predicate
+that says where the table-based backup can run.
 """
 
 from __future__ import annotations
