@@ -5,6 +5,7 @@
         removed_modules: contracts.RemovedModulesContract
         operator_groups: contracts.OperatorGroupsContract
         layer: contracts.LayerContract
+        missing_imports: contracts.MissingImportsContract
 
 The classes are loaded on first access, so `python -m contracts` starts without importing
 import-linter. Nothing here imports torch or the code being checked.
@@ -12,7 +13,7 @@ import-linter. Nothing here imports torch or the code being checked.
 
 from contracts._version import __version__
 
-__all__ = ["__version__", "LayerContract", "OperatorGroupsContract", "RemovedModulesContract"]
+__all__ = ["__version__", "LayerContract", "MissingImportsContract", "OperatorGroupsContract", "RemovedModulesContract"]
 
 
 def __getattr__(name: str):

@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import astuple, dataclass, field
 
-from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, RemovedSpec
+from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec
 from contracts.engine import cache
 from contracts.engine.model import Model, ScanPlan, build_model, load_result, save_result
 from contracts.errors import UsageError
@@ -63,6 +63,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
     removed = [spec for spec in config.removed if wanted(spec)]
     groups = [spec for spec in config.groups if wanted(spec)]
     layers = [spec for spec in config.layers if wanted(spec)]
+    missing = [spec for spec in config.missing if wanted(spec)]
     ast_words = {p.rsplit(".", 1)[-1].encode() for spec in removed for p in spec.removed}
     ast_prefixes = {p for spec in removed for p in spec.removed}
     graph_prefixes: set[str] = set()
@@ -92,6 +93,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
         removed=tuple(dict.fromkeys(p for spec in removed for p in spec.removed)),
         exclude=tuple(config.exclude),
         exclude_base=config.base if config.exclude else "",
+        texts=bool(missing),
     )
 
 
@@ -149,6 +151,9 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
         return found
     if isinstance(spec, LayerSpec):
         return rules.layer.check(model, spec)
+    if isinstance(spec, MissingSpec):
+        return (rules.missing_module.check(model, config, spec) + rules.missing_name.check(model, config, spec)
+                + rules.unused_allowed_import.check_ignores(model, config, spec))
     raise TypeError(spec)
 
 
@@ -353,11 +358,12 @@ def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> R
 
     engine = rules.parse_error.check(model) + rules.not_scanned.check(model)
     results = []
-    for spec in (*config.removed, *config.groups, *config.layers):
+    for spec in config.specs:
         if contract_ids and spec.id not in contract_ids:
             continue
         found = sorted(set(contract_findings(model, config, spec)))
-        kind = {RemovedSpec: "removed_modules", GroupsSpec: "operator_groups", LayerSpec: "layer"}[type(spec)]
+        kind = {RemovedSpec: "removed_modules", GroupsSpec: "operator_groups", LayerSpec: "layer",
+                MissingSpec: "missing_imports"}[type(spec)]
         results.append(ContractResult(spec.id, spec.name, kind, found))
     return Result(
         files_scanned=model.files_read,

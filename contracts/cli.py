@@ -59,6 +59,9 @@ def _check_parser() -> argparse.ArgumentParser:
                    help="the import-linter config (default: the first .importlinter, setup.cfg with "
                    "[importlinter] or pyproject.toml with [tool.importlinter], in the current directory "
                    "or above it up to the repository root)")
+    p.add_argument("--root-package", action="append", metavar="NAME",
+                   help="no config file: check this package (under --src) for imports of modules and "
+                        "names it does not have (the missing_imports contract alone; repeatable)")
     p.add_argument("--src", metavar="DIR", help="the directory that contains the root package(s) "
                    "(default: the config's `source_dir`, else the config file's directory)")
     p.add_argument("--output-format", "--format", dest="format", choices=FORMAT_CHOICES, default="concise",
@@ -216,26 +219,38 @@ def _check(argv: list[str]) -> int:
     args = _check_parser().parse_args(argv)
     timings: dict[str, float] = {}
     clock = time.perf_counter()
-    config_path = args.config or config_mod.find()
-    if config_path is None:
-        raise UsageError("no configuration found: no .importlinter, setup.cfg with [importlinter] or "
-                         "pyproject.toml with [tool.importlinter] in this directory or above it up to the "
-                         "repository root (pass --config FILE)")
-    cfg = config_mod.load(config_path)
-    timings["config"] = time.perf_counter() - clock
-    for line in cfg.warnings:
-        print(f"namespace-lint: warning: {line}", file=sys.stderr)
-    if args.src is not None:
-        src = args.src
+    if args.root_package:
+        if args.config is not None:
+            raise UsageError("--root-package runs without a config file; drop --config (or the option)")
+        src = args.src if args.src is not None else "."
         if not os.path.isdir(src):
             raise UsageError(f"--src {src}: no such directory")
+        cfg = config_mod.zero_config(args.root_package, src)
+        timings["config"] = time.perf_counter() - clock
+        # Nothing is written into the tree checked (often someone else's): a cache only when asked.
+        cache_dir = None if args.no_cache or args.fix or args.diff or args.verify_against else args.cache_dir
     else:
-        src = cfg.source_dir or cfg.base
-        if not os.path.isdir(src):
-            raise UsageError(f"{config_mod.display_name(cfg.path)}, section [importlinter], option "
-                             f"'source_dir': {config_mod.display_name(src)} is not a directory")
-    cache_dir = None if args.no_cache or args.fix or args.diff or args.verify_against else (
-        args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
+        config_path = args.config or config_mod.find()
+        if config_path is None:
+            raise UsageError("no configuration found: no .importlinter, setup.cfg with [importlinter] or "
+                             "pyproject.toml with [tool.importlinter] in this directory or above it up to the "
+                             "repository root (pass --config FILE, or --root-package NAME to check for "
+                             "missing imports without one)")
+        cfg = config_mod.load(config_path)
+        timings["config"] = time.perf_counter() - clock
+        for line in cfg.warnings:
+            print(f"namespace-lint: warning: {line}", file=sys.stderr)
+        if args.src is not None:
+            src = args.src
+            if not os.path.isdir(src):
+                raise UsageError(f"--src {src}: no such directory")
+        else:
+            src = cfg.source_dir or cfg.base
+            if not os.path.isdir(src):
+                raise UsageError(f"{config_mod.display_name(cfg.path)}, section [importlinter], option "
+                                 f"'source_dir': {config_mod.display_name(src)} is not a directory")
+        cache_dir = None if args.no_cache or args.fix or args.diff or args.verify_against else (
+            args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
     for p in args.paths:
         if not os.path.exists(p):
             raise UsageError(f"PATH {p}: no such file or directory")

@@ -27,6 +27,7 @@ OWN_CLASSES = {
     "contracts.RemovedModulesContract": "removed_modules",
     "contracts.OperatorGroupsContract": "operator_groups",
     "contracts.LayerContract": "layer",
+    "contracts.MissingImportsContract": "missing_imports",
 }
 # import-linter's built-in contract types (run by `lint-imports`, not by this CLI).
 STOCK_TYPES = frozenset(
@@ -242,6 +243,110 @@ def _exemptions(options: dict) -> tuple[tuple[ImportPattern, ...], str]:
     return patterns, alerting
 
 
+@dataclass(frozen=True)
+class ImportPattern:
+    """One `ignore_imports` line in import-linter's syntax: `importer -> imported`, where a `*`
+    stands for one module name part and `**` for one or more (as grimp matches them)."""
+
+    text: str
+    importer: str
+    imported: str
+
+    def matches(self, importer: str, imported: str) -> bool:
+        return _expression_regex(self.importer).match(importer) is not None and \
+            _expression_regex(self.imported).match(imported) is not None
+
+
+_EXPRESSIONS: dict[str, re.Pattern] = {}
+
+
+def _expression_regex(expression: str) -> re.Pattern:
+    found = _EXPRESSIONS.get(expression)
+    if found is None:
+        parts = [r"[^.]+" if p == "*" else r"[^.]+(?:\.[^.]+)*" if p == "**" else re.escape(p)
+                 for p in expression.split(".")]
+        found = _EXPRESSIONS[expression] = re.compile(r"\.".join(parts) + r"\Z")
+    return found
+
+
+def _module_expression(option: str, line: str, value: str) -> str:
+    last = None
+    for part in value.split("."):
+        if part in ("*", "**"):
+            if last == "**" or (last == "*" and part == "**"):
+                raise OptionError(option, f"line '{line}': '{value}' has a wildcard after a wildcard "
+                                          f"('*' and '**' cannot follow each other).")
+            last = part
+            continue
+        if "*" in part or not _IDENT_RE.match(part):
+            raise OptionError(option, f"line '{line}': '{value}' is not a module expression (dotted "
+                                      f"names; '*' or '**' may replace a whole part).")
+        last = None
+    return value
+
+
+def parse_ignore_imports(option: str, raw) -> tuple[ImportPattern, ...]:
+    """import-linter's `ignore_imports` lines: `importer -> imported`, wildcards allowed. A line
+    given twice is an error (the second one could never match anything the first does not)."""
+    out: list[ImportPattern] = []
+    for line in as_lines(raw):
+        left, arrow, right = line.partition("->")
+        left, right = left.strip(), right.strip()
+        if not arrow or not left or not right or "->" in right:
+            raise OptionError(option, f"line '{line}' must be 'importer.module -> imported.module'.")
+        pattern = ImportPattern(f"{left} -> {right}", _module_expression(option, line, left),
+                                _module_expression(option, line, right))
+        if any(p.text == pattern.text for p in out):
+            raise OptionError(option, f"line '{line}' is given twice.")
+        out.append(pattern)
+    return tuple(out)
+
+
+def parse_bool(option: str, raw, default: bool = False) -> bool:
+    if raw is None:
+        return default
+    if isinstance(raw, list):
+        raise OptionError(option, "expected a single value, true or false.")
+    value = raw.strip().lower()
+    if value in ("true", "yes", "on", "1"):
+        return True
+    if value in ("false", "no", "off", "0"):
+        return False
+    raise OptionError(option, f"'{raw.strip()}' is not true or false.")
+
+
+@dataclass(frozen=True)
+class MissingSpec:
+    """Options of a `missing_imports` contract: imports of modules (and names) under `packages`
+    that the tree does not have."""
+
+    id: str
+    name: str
+    packages: tuple[str, ...] = ()  # empty: the root packages
+    include_guarded: bool = False
+    ignore_imports: tuple[ImportPattern, ...] = ()
+
+    def packages_for(self, roots: tuple[str, ...]) -> tuple[str, ...]:
+        return self.packages or roots
+
+    def ignored(self, importer: str, imported: str) -> int | None:
+        """The index of the first `ignore_imports` line matching this import, or None."""
+        for i, pattern in enumerate(self.ignore_imports):
+            if pattern.matches(importer, imported):
+                return i
+        return None
+
+
+def missing_spec(cid: str, options: dict) -> MissingSpec:
+    packages = tuple(_module("packages", m) for m in as_lines(options.get("packages")))
+    for i, a in enumerate(packages):
+        if a in packages[:i]:
+            raise OptionError("packages", f"'{a}' is named twice.")
+    return MissingSpec(cid, options.get("name", cid), packages,
+                       parse_bool("include_guarded", options.get("include_guarded")),
+                       parse_ignore_imports("ignore_imports", options.get("ignore_imports")))
+
+
 def removed_spec(cid: str, options: dict) -> RemovedSpec:
     removed = tuple(_module("removed_modules", m) for m in as_lines(options.get("removed_modules")))
     if not removed:
@@ -328,11 +433,13 @@ def layer_spec(cid: str, options: dict) -> LayerSpec:
     return LayerSpec(cid, options.get("name", cid), layers, ignore_imports=patterns, unmatched_alerting=alerting)
 
 
-SPEC_BUILDERS = {"removed_modules": removed_spec, "operator_groups": groups_spec, "layer": layer_spec}
+SPEC_BUILDERS = {"removed_modules": removed_spec, "operator_groups": groups_spec, "layer": layer_spec,
+                 "missing_imports": missing_spec}
 KNOWN_OPTIONS = {
     "removed_modules": {"removed_modules", "replacements"},
     "operator_groups": {"container", "groups", "shared_modules", "allowed_imports"},
     "layer": {"layers"},
+    "missing_imports": {"packages", "include_guarded", "ignore_imports"},
 }
 # Every contract type takes import-linter's exemptions (contracts/ignores.py).
 EXEMPTION_OPTIONS = ("ignore_imports", "unmatched_ignore_imports_alerting")
@@ -350,6 +457,7 @@ class Config:
     removed: list[RemovedSpec] = field(default_factory=list)
     groups: list[GroupsSpec] = field(default_factory=list)
     layers: list[LayerSpec] = field(default_factory=list)
+    missing: list[MissingSpec] = field(default_factory=list)
     # Contracts of other types (stock import-linter ones): `lint-imports` runs them, the CLI does not.
     skipped: list[str] = field(default_factory=list)
     # The repository's layout (`LAYOUT_OPTIONS`), paths relative to the config file's directory.
@@ -369,7 +477,25 @@ class Config:
     @property
     def fingerprint(self) -> str:
         return repr((self.root_packages, self.removed, self.groups, self.layers, self.source_dir,
-                     self.importer_paths, self.exclude))
+                     self.importer_paths, self.exclude, self.missing))
+
+    @property
+    def specs(self) -> tuple:
+        return (*self.removed, *self.groups, *self.layers, *self.missing)
+
+
+ZERO_CONFIG_ID = "missing-imports"
+
+
+def zero_config(roots: list[str], src: str) -> Config:
+    """The configuration `--root-package NAME` stands for: the `missing_imports` contract alone,
+    over those packages, with no file."""
+    for r in roots:
+        if not _IDENT_RE.match(r):
+            raise ConfigError(f"'{r}' is not a top-level package name.", option="--root-package")
+    path = os.path.join(os.path.abspath(src), "(no config file)")
+    spec = MissingSpec(ZERO_CONFIG_ID, "Imports of modules and names the tree does not have")
+    return Config(path=path, root_packages=tuple(dict.fromkeys(roots)), missing=[spec])
 
 
 _shown = shown
@@ -435,10 +561,12 @@ def load(path: str) -> Config:
             spec = SPEC_BUILDERS[kind](cid, options)
         except OptionError as e:
             raise err(str(e), section=section, option=e.option) from None
-        {"removed_modules": config.removed, "operator_groups": config.groups, "layer": config.layers}[kind].append(spec)
-    if not (config.removed or config.groups or config.layers):
+        {"removed_modules": config.removed, "operator_groups": config.groups, "layer": config.layers,
+         "missing_imports": config.missing}[kind].append(spec)
+    if not (config.removed or config.groups or config.layers or config.missing):
         raise err(
-            "no contract of this tool's types (removed_modules, operator_groups, layer) is configured.",
+            "no contract of this tool's types (removed_modules, operator_groups, layer, missing_imports) "
+            "is configured.",
             option="contract_types",
         )
     return config

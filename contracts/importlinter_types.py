@@ -84,9 +84,10 @@ class _OwnContract(Contract):
         # The config's `source_dir` names the user's packages; else wherever they are importable
         # from (lint-imports puts the working directory on sys.path).
         src = cfg.source_dir if cfg is not None and cfg.source_dir else _src_for(roots[0])
-        if cfg is None or self.spec not in (*cfg.removed, *cfg.groups, *cfg.layers):
+        if cfg is None or self.spec not in cfg.specs:
             cfg = config_mod.Config(path=os.path.abspath(path or ".importlinter"), root_packages=tuple(roots))
-            getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers"}[self.kind]).append(self.spec)
+            getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers",
+                          "missing_imports": "missing"}[self.kind]).append(self.spec)
         key = (src, cfg.fingerprint)
         if key not in _RUNS:
             # `lint-imports --no-cache` turns off this tool's cache too: every run is then cold.
@@ -160,3 +161,17 @@ class LayerContract(_OwnContract):
     type_name = "layer"
     kind = "layer"
     layers = fields.ListField(subfield=fields.StringField())
+
+
+class MissingImportsContract(_OwnContract):
+    """Imports of modules (and names) under `packages` that the tree does not have.
+
+    Rules: `missing-module`, `missing-name` (and `unused-allowed-import` for `ignore_imports`
+    lines that match nothing).
+    """
+
+    type_name = "missing_imports"
+    kind = "missing_imports"
+    packages = fields.ListField(subfield=fields.StringField(), required=False)
+    include_guarded = fields.StringField(required=False)
+    ignore_imports = fields.ListField(subfield=fields.StringField(), required=False)

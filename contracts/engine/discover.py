@@ -51,6 +51,10 @@ class Discovery:
     # (relative path, reason) for every path under a root that was not walked or read
     skipped: list[tuple[str, str]] = field(default_factory=list)
     missing_roots: list[str] = field(default_factory=list)
+    # Modules that are not `.py` files: every directory (a package, or a namespace package
+    # without `__init__.py`), `.pyi` stubs and extension modules (`.so`, `.pyd`), by name ->
+    # "directory" / "stub" / "extension". What exists is the union of these and `files`.
+    other_modules: dict[str, str] = field(default_factory=dict)
 
     @functools.cached_property
     def by_module(self) -> dict[str, SourceFile]:
@@ -143,6 +147,7 @@ class _Walker:
             self.skip(directory, f"same directory as `{self.walked[key]}`, scanned there")
             return
         self.walked[key] = self.rel(directory)
+        self.result.other_modules[".".join(parts)] = "directory"
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -176,6 +181,11 @@ class _Walker:
                 self.walk(entry.path, parts + [name], depth + 1)
         elif name.endswith(".py"):
             self._py(entry.path, name, parts, est)
+        elif name.endswith((".pyi", ".so", ".pyd")):
+            stem = name[:-4] if name.endswith(".pyi") else name.split(".", 1)[0]  # foo.cpython-311-x86_64-linux-gnu.so
+            module = ".".join(parts if stem == "__init__" else parts + [stem])
+            if self.result.other_modules.get(module) != "directory":
+                self.result.other_modules[module] = "stub" if name.endswith(".pyi") else "extension"
 
     def _py(self, path: str, name: str, parts: list[str], st) -> None:
         if not stat_mod.S_ISREG(st.st_mode):

@@ -41,7 +41,7 @@ from contracts.prefixes import PrefixIndex
 # a regular file). Upstream sglang's whole tree is 68 MB; its largest file 375 kB.
 MAX_READ_BYTES = 64 * 2**20
 
-SCAN_VERSION = "6"  # 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
+SCAN_VERSION = "7"  # 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
 # A record, one per file (a list of plain values): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
@@ -65,6 +65,10 @@ class ScanPlan:
     # The config's `exclude` patterns and the directory they are relative to (`importers.py`).
     exclude: tuple[str, ...] = ()
     exclude_base: str = ""
+
+    # A rule reads the text of every file itself (`missing_imports`): the bytes read are kept
+    # in `Model.texts`, and any changed file changes the generation.
+    texts: bool = False
 
     @property
     def layout(self):
@@ -107,6 +111,7 @@ class Model:
     # Changes whenever what the rules see changes; equal generations give equal findings.
     generation: str = ""
     started: float = 0.0  # when the build started, before it read anything
+    texts: dict[str, bytes] = field(default_factory=dict)  # rel path -> content, read in this run (`ScanPlan.texts`)
 
     @property
     def modules(self) -> dict[str, SourceFile]:
@@ -120,7 +125,7 @@ class Model:
 
 def _ref_tuple(r) -> tuple:
     return (r.line, r.col, r.end_line, r.kind, r.imported, r.name, r.asname, r.level, r.lazy,
-            r.type_checking, r.attr)
+            r.type_checking, r.attr, r.guarded)
 
 
 def _key(src: str, plan: ScanPlan) -> str:
@@ -207,6 +212,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
             unreadable[f.rel] = f"cannot read: {e.strerror or e}"
             continue
         touched.add(f.rel)
+        if plan.texts:
+            model.texts[f.rel] = data
         if entry is not None and entry[DIGEST] is not None and content_digest(data) == entry[DIGEST]:
             records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
             continue
@@ -311,6 +318,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
 
     listing = [(f.rel, f.module, f.is_package) for f in disc.files]
     same = (old.get("discovery") == listing and old.get("skipped") == disc.skipped
+            and old.get("other_modules", {}) == disc.other_modules
+            and not (plan.texts and touched)  # what the text-reading rule sees changed
             and old.get("unreadable") == unreadable and old.get("generation")
             and all(records[rel][SEMANTIC] == old_files[rel][SEMANTIC] for rel in touched if rel in old_files)
             and all(rel in old_files for rel in touched))
@@ -318,6 +327,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
     if cache is not None and (touched or not same or cache.status != "warm"):
         cache.save({"files": records, "discovery": listing, "skipped": disc.skipped,
                     "missing_roots": disc.missing_roots, "unreadable": unreadable,
+                    "other_modules": disc.other_modules,
                     "generation": model.generation}, started)
     return model
 
@@ -335,6 +345,8 @@ def _classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter)
     are those the prefilter found (None: the file's `ast_words` decide, as Python reads it)."""
     from contracts.engine.scan import declared_encoding
 
+    if not (plan.ast_words or plan.graph_words or plan.ast_prefixes or plan.graph_prefixes or plan.removed):
+        return 0, None  # nothing to look for (a plan for the text-reading rules alone)
     module = f.module
     raw_graph = any(w in data for w in plan.graph_words)
     under_ast = plan.ast_index.longest_of(module) is not None

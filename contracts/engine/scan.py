@@ -51,13 +51,18 @@ class ImportRef:
     lazy: bool = False
     type_checking: bool = False
     attr: str | None = None  # 'module:attr' strings: the attr part
+    # Inside a `try:` whose handlers catch ImportError (or anything broader), or a
+    # `with suppress(ImportError):`: optional by intent. A function body resets it (it runs later).
+    guarded: bool = False
 
 
 @dataclass
 class FileScan:
     refs: list[ImportRef]
     error: str | None = None
-    unresolved: list[tuple[int, str]] | None = None  # relative imports above the top package
+    # Relative imports that climb above the top-level package: `ImportRef`s whose `imported` is
+    # the text as written (`..x`), with `level`.
+    unresolved: list[ImportRef] | None = None
 
 
 def decode_source(data: bytes) -> str:
@@ -201,6 +206,34 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+# Handlers that catch a failed import: the exception itself, or a class above it.
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(node) -> bool:
+    if node is None:  # a bare `except:`
+        return True
+    if isinstance(node, ast.Tuple):
+        return any(_catches_import_error(e) for e in node.elts)
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return name in _IMPORT_ERRORS
+
+
+def _guards(stmt) -> bool:
+    """Is the body of `stmt` an optional import: `try:` with a handler catching ImportError (or
+    broader), or `with suppress(ImportError):`?"""
+    if isinstance(stmt, _TRY):
+        return any(_catches_import_error(h.type) for h in stmt.handlers)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            call = item.context_expr
+            if isinstance(call, ast.Call):
+                func = call.func
+                fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+                if fname == "suppress" and any(_catches_import_error(a) for a in call.args):
+                    return True
+    return False
 _STMT_LISTS = ("body", "orelse", "finalbody")
 
 
@@ -211,7 +244,8 @@ class _Scanner:
         self.hot_sorted = hot
         self.hot = None if hot is None else set(hot)
         self.refs: list[ImportRef] = []
-        self.unresolved: list[tuple[int, str]] = []
+        self.unresolved: list[ImportRef] = []
+        self.guarded = False
 
     def _spans_hot(self, node) -> bool:
         if self.hot is None:
@@ -228,7 +262,7 @@ class _Scanner:
     def _ref(self, node, kind, imported, lazy, tc, **kw) -> None:
         self.refs.append(ImportRef(
             node.lineno, node.col_offset + 1, getattr(node, "end_lineno", None) or node.lineno,
-            kind, imported, lazy=lazy, type_checking=tc, **kw,
+            kind, imported, lazy=lazy, type_checking=tc, guarded=self.guarded, **kw,
         ))
 
     def statements(self, body: list, lazy: bool, tc: bool) -> None:
@@ -245,7 +279,10 @@ class _Scanner:
                 level = stmt.level or 0
                 base = resolve_relative(self.module, self.is_package, level, stmt.module)
                 if base is None:
-                    self.unresolved.append((stmt.lineno, "." * level + (stmt.module or "")))
+                    self.unresolved.append(ImportRef(
+                        stmt.lineno, stmt.col_offset + 1, getattr(stmt, "end_lineno", None) or stmt.lineno,
+                        "from", "." * level + (stmt.module or ""), level=level, lazy=lazy,
+                        type_checking=tc, guarded=self.guarded))
                     continue
                 for alias in stmt.names:
                     self._ref(stmt, "from", base, lazy, tc, name=alias.name, asname=alias.asname,
@@ -256,9 +293,18 @@ class _Scanner:
     def compound(self, stmt, lazy: bool, tc: bool) -> None:
         inner_lazy = lazy or isinstance(stmt, _FUNCTIONS)
         inner_tc = tc or (isinstance(stmt, ast.If) and _is_type_checking(stmt.test))
+        outer_guard = self.guarded
+        if isinstance(stmt, _FUNCTIONS):
+            inner_guard = False
+        else:
+            inner_guard = outer_guard or _guards(stmt)
         for name, value in ast.iter_fields(stmt):
             if name in _STMT_LISTS and isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                self.statements(value, inner_lazy, inner_tc if name == "body" else tc)
+                self.guarded = inner_guard if name == "body" else outer_guard
+                try:
+                    self.statements(value, inner_lazy, inner_tc if name == "body" else tc)
+                finally:
+                    self.guarded = outer_guard
             elif name == "handlers":
                 for handler in value:
                     if handler.type is not None:

@@ -19,6 +19,10 @@ from contracts.fix.syntax import LINE_RE
 from contracts.fix.verify import Verifier
 
 RULE_ID = "removed-module"  # the rule whose findings this fixes (`contracts.rules.removed_module`)
+# ... and the rules of `missing_imports`, whose replacement is the unique module that defines
+# what the statement imports (`contracts.rules._missing`).
+MISSING_RULES = ("missing-module", "missing-name")
+FIXED_RULES = (RULE_ID, *MISSING_RULES)
 
 
 def write_atomic(path: str, data: bytes, expected: os.stat_result) -> None:
@@ -82,9 +86,11 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
     removed = tuple(p for spec in cfg.removed for p in spec.removed)
     verifier = Verifier(verify_against) if verify_against else None
     targets = name_targets(cfg)
+    # A missing module is, for the rewrite, a removed one: chains through it are its uses.
+    removed += tuple(sorted({f.imported.partition(":")[0] for f in result.findings if f.rule == "missing-module"}))
     by_path: dict[str, list[Finding]] = {}
     for f in result.findings:
-        if f.rule == RULE_ID:
+        if f.rule in FIXED_RULES:
             by_path.setdefault(f.path, []).append(f)
     left = run.left
     seen: set[str] = set()

@@ -5,6 +5,8 @@ reference is generated from them: `python -m contracts rules`), `RULE_ID` its st
 from contracts.rules import (
     group_boundary,
     layer,
+    missing_module,
+    missing_name,
     not_scanned,
     parse_error,
     private_import,
@@ -24,6 +26,8 @@ ALL = (
     unused_allowed_import,
     parse_error,
     not_scanned,
+    missing_module,
+    missing_name,
 )
 BY_ID = {rule.RULE_ID: rule for rule in ALL}
 

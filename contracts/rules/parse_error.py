@@ -49,8 +49,11 @@ def check(model: Model) -> list[Finding]:
     for rel, reason in sorted(model.errors.items()):
         if reason.startswith(UNREADABLE):
             continue  # reported by `not-scanned`
-        m = re.search(r"\bline (\d+)", reason)
-        module = by_rel[rel].module if rel in by_rel else ""
-        findings.append(Finding(rel, int(m.group(1)) if m else 1, 1, RULE_ID, module, "",
-                                f"cannot check `{rel}`: {reason}"))
+        findings.append(finding(rel, by_rel[rel].module if rel in by_rel else "", reason))
     return findings
+
+
+def finding(rel: str, module: str, reason: str) -> Finding:
+    """The finding for a file that cannot be parsed (`reason`: why, with `line N` when known)."""
+    m = re.search(r"\bline (\d+)", reason)
+    return Finding(rel, int(m.group(1)) if m else 1, 1, RULE_ID, module, "", f"cannot check `{rel}`: {reason}")

@@ -33,4 +33,5 @@ def test_rule_ids_are_unique_and_stable():
     assert list(rules.BY_ID) == [
         "removed-module", "shim-present", "group-boundary", "layer", "private-import",
         "unknown-group", "unused-allowed-import", "parse-error", "not-scanned",
+        "missing-module", "missing-name",
     ]

@@ -1,0 +1,404 @@
+"""Where each module and each module-level name lives: what exists, and what a module binds.
+
+A module exists when the tree has it as a `.py` file, a directory (a package, with or without
+`__init__.py`), a `.pyi` stub or an extension module (`.so`, `.pyd`, ABI-tagged names
+included); `discover.py` lists all of these.
+
+`binds(M, X)` answers whether `from M import X` finds `X`: True (a submodule `M.X`, or a binding
+at module level), False (certainly not), None (unknown: an extension module, a module-level
+`__getattr__`, bindings made through `globals()`/`sys.modules[__name__]`/`exec`, a star import of
+something outside the checked packages). It is cheap where it can be: a name whose text does not
+occur in a module cannot be bound there (only a star import could bring it, and those are
+followed), and a name defined at column 0 (`def X`, `class X`, `X = ...`, a column-0 import)
+is bound. Only the rest is settled by `ast` (every binding form: def, class, assignment and
+annotated assignment, augmented assignment, `for`/`with`/walrus targets, imports, `global`,
+`__all__` entries, in `if`/`try`/`with`/`for`/`while` blocks at module level), once per module.
+
+`definers(names)` finds the modules that *define* every one of `names` (not merely import
+them: a module re-exporting a name is not where it moved to), for "moved?" suggestions.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import os
+import warnings
+from dataclasses import dataclass, field
+
+from contracts.engine.resolve import resolve_relative
+
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
+# Text that lets a module bind names no statement shows.
+_DYNAMIC = (b"globals()", b"sys.modules[__name__]", b"vars()", b"exec(")
+_DEF_HEADS = (b"def ", b"class ", b"async def ")
+
+
+@dataclass
+class Bindings:
+    """A module's names at module level, from `ast`."""
+
+    names: set[str] = field(default_factory=set)  # bound any way, imports included
+    defined: set[str] = field(default_factory=set)  # bound other than by an import
+    stars: list[tuple[int, str | None]] = field(default_factory=list)  # (level, module) of `from m import *`
+    getattr: bool = False  # a module-level `__getattr__`
+
+
+def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
+    """The module-level bindings of `tree`. `text`, its source, spares walks for forms its text
+    cannot hold (`global`, `:=`)."""
+    out = Bindings()
+    has_global = text is None or b"global" in text
+    has_walrus = text is None or b":=" in text
+
+    def bind(name: str, defined: bool = True) -> None:
+        out.names.add(name)
+        if defined:
+            out.defined.add(name)
+
+    def targets(node) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                bind(sub.id)
+
+    def walrus(node) -> None:
+        if not has_walrus:
+            return
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                bind(sub.target.id)
+
+    def block(body) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                bind(stmt.name)
+                if stmt.name == "__getattr__":
+                    out.getattr = True
+                if has_global:
+                    for sub in ast.walk(stmt):  # `global X` in a function binds X when it runs
+                        if isinstance(sub, ast.Global):
+                            for name in sub.names:
+                                bind(name)
+            elif isinstance(stmt, ast.ClassDef):
+                bind(stmt.name)
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    bind(alias.asname or alias.name.split(".", 1)[0], defined=False)
+            elif isinstance(stmt, ast.ImportFrom):
+                for alias in stmt.names:
+                    if alias.name == "*":
+                        out.stars.append((stmt.level or 0, stmt.module))
+                    else:
+                        bind(alias.asname or alias.name, defined=False)
+            elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                    targets(target)
+                    if isinstance(target, ast.Name) and target.id == "__getattr__":
+                        out.getattr = True
+                    if isinstance(target, ast.Name) and target.id == "__all__" and stmt.value is not None:
+                        all_names(stmt.value)
+                if stmt.value is not None:
+                    walrus(stmt.value)
+            elif isinstance(stmt, ast.Expr):
+                walrus(stmt.value)
+                call = stmt.value
+                # `__all__.extend([...])`, `__all__.append("x")`
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                        isinstance(call.func.value, ast.Name) and call.func.value.id == "__all__":
+                    for arg in call.args:
+                        all_names(arg)
+            elif isinstance(stmt, ast.Global):
+                for name in stmt.names:
+                    bind(name)
+            else:
+                if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                    targets(stmt.target)
+                elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                    for item in stmt.items:
+                        if item.optional_vars is not None:
+                            targets(item.optional_vars)
+                for name in ("test", "iter", "subject"):
+                    value = getattr(stmt, name, None)
+                    if isinstance(value, ast.AST):
+                        walrus(value)
+                for name in ("body", "orelse", "finalbody"):
+                    value = getattr(stmt, name, None)
+                    if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                        block(value)
+                for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+                    block(part.body)
+
+    def all_names(value) -> None:
+        for sub in ast.walk(value):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
+                bind(sub.value)
+
+    block(tree.body)
+    return out
+
+
+def _parse(data: bytes) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _occurrences(text: bytes, word: bytes):
+    """Offsets of `word` in `text` as a whole identifier."""
+    n, k = len(text), len(word)
+    pos = text.find(word)
+    while pos >= 0:
+        end = pos + k
+        if (pos == 0 or text[pos - 1] not in _WORD) and (end >= n or text[end] not in _WORD):
+            yield pos
+        pos = text.find(word, end)
+
+
+def defined_at_column_0(text: bytes, name: str) -> bool:
+    """Does `text` define `name` on a line of its own at column 0: `def name`, `class name`,
+    `name = ...`, `name: T = ...`? (A cheap, sufficient test; `ast` settles the rest.)"""
+    for pos in _occurrences(text, name.encode()):
+        start = text.rfind(b"\n", 0, pos) + 1
+        head = text[start:pos]
+        if head in _DEF_HEADS:
+            return True
+        if not head:
+            after = text[pos + len(name):pos + len(name) + 4].lstrip(b" \t")
+            if after[:1] in (b"=", b":") and after[:2] != b"==":
+                return True
+    return False
+
+
+def _indented_definition(text: bytes, name: str) -> bool:
+    """Could an indented line define `name` (`def name`, `class name`, `name = ...`, `name: T`)?"""
+    for pos in _occurrences(text, name.encode()):
+        start = text.rfind(b"\n", 0, pos) + 1
+        head = text[start:pos].lstrip(b" \t")
+        if head in _DEF_HEADS:
+            return True
+        if not head:
+            after = text[pos + len(name):pos + len(name) + 4].lstrip(b" \t")
+            if after[:1] in (b"=", b":", b",") and after[:2] != b"==":
+                return True
+    return False
+
+
+class ModuleIndex:
+    """What exists in a tree and what its modules bind. `texts`: rel path -> content already
+    read (others are read on demand); `statements`: module -> the import statements the text
+    pass read (`import_lines`), used for column-0 imports and star imports."""
+
+    def __init__(self, src: str, discovery, texts: dict[str, bytes] | None = None,
+                 statements: dict | None = None) -> None:
+        self.src = src
+        self.py = discovery.by_module
+        self.other = discovery.other_modules
+        self.texts = texts if texts is not None else {}
+        self.statements = statements if statements is not None else {}
+        self._bindings: dict[str, Bindings | None] = {}
+        self._import_bound: dict[str, set[str]] = {}
+        self._children: dict[str, set[str]] | None = None
+        self._blob: tuple[bytes, list[int], list[str]] | None = None
+        self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
+        self._binds: dict[tuple[str, str], bool | None] = {}
+
+    # ---- modules
+
+    def exists(self, module: str) -> bool:
+        return module in self.py or module in self.other
+
+    def is_package(self, module: str) -> bool:
+        f = self.py.get(module)
+        return (f is not None and f.is_package) or self.other.get(module) == "directory"
+
+    def text(self, module: str) -> bytes | None:
+        """The `.py` source of `module` (its `__init__.py` for a package), or None."""
+        f = self.py.get(module)
+        if f is None:
+            return None
+        data = self.texts.get(f.rel)
+        if data is None:
+            try:
+                with open(f.path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            self.texts[f.rel] = data
+        return data
+
+    def stub_text(self, module: str) -> bytes | None:
+        if self.other.get(module) != "stub" and not self.is_package(module):
+            return None
+        base = os.path.join(self.src, *module.split("."))
+        for path in (base + ".pyi", os.path.join(base, "__init__.pyi")):
+            try:
+                with open(path, "rb") as fh:
+                    return fh.read()
+            except OSError:
+                continue
+        return None
+
+    def modules(self):
+        return set(self.py) | set(self.other)
+
+    def children(self, name: str) -> set[str]:
+        """The modules whose last name part is `name`."""
+        if self._children is None:
+            self._children = {}
+            for m in self.modules():
+                self._children.setdefault(m.rpartition(".")[2], set()).add(m)
+        return self._children.get(name, set())
+
+    # ---- names
+
+    def bindings(self, module: str, name: str | None = None) -> Bindings | None:
+        """The module-level bindings of `module` (its `.py` and `.pyi` together), from `ast`;
+        None when a source cannot be parsed. With `name`, only the top-level statements whose
+        lines hold that word are parsed (`window.py`): exact for `name`, the star imports and
+        `__getattr__` (a binding of `name` can only be in a statement that spells it); its
+        star imports are then not all there (the text pass lists them)."""
+        if name is not None and module not in self._bindings:
+            data = self.text(module)
+            if data is not None and self.stub_text(module) is None:
+                from contracts.engine.window import keep_hot_statements
+
+                kept = keep_hot_statements(data, (name.encode(), b"__getattr__"))
+                if kept is not None:
+                    tree = _parse(kept)
+                    if tree is not None:
+                        return module_bindings(tree, kept)
+        if module not in self._bindings:
+            result: Bindings | None = Bindings()
+            for data in (self.text(module), self.stub_text(module)):
+                if data is None:
+                    continue
+                tree = _parse(data)
+                if tree is None:
+                    result = None
+                    break
+                part = module_bindings(tree, data)
+                result.names |= part.names
+                result.defined |= part.defined
+                result.stars += part.stars
+                result.getattr |= part.getattr
+            self._bindings[module] = result
+        return self._bindings[module]
+
+    def _column_0_imports(self, module: str) -> set[str]:
+        found = self._import_bound.get(module)
+        if found is None:
+            found = self._import_bound[module] = {
+                name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
+        return found
+
+    def binds(self, module: str, name: str, internal=lambda m: True, _seen=None) -> bool | None:
+        """Does `from module import name` find `name`? True / False / None (unknown). `internal`:
+        whether a star-imported module is one this index may follow (the same for every call)."""
+        key = (module, name)
+        if _seen is None and key in self._binds:
+            return self._binds[key]
+        verdict = self._binds_now(module, name, internal, _seen)
+        if _seen is None:
+            self._binds[key] = verdict
+        return verdict
+
+    def _binds_now(self, module: str, name: str, internal, _seen) -> bool | None:
+        if self.exists(f"{module}.{name}"):
+            return True
+        kind = self.other.get(module)
+        if kind == "extension" or (module not in self.py and kind is None):
+            return None  # compiled (it wins over a `.py` of the same name), or missing
+        sources = [s for s in (self.text(module), self.stub_text(module)) if s is not None]
+        if not sources:
+            return False  # a namespace directory binds nothing but its submodules
+        word = name.encode()
+        present = [s for s in sources if word in s and next(_occurrences(s, word), None) is not None]
+        if present and (name in self._column_0_imports(module)
+                        or any(defined_at_column_0(s, name) for s in present)):
+            return True
+        if any(marker in s for s in sources for marker in _DYNAMIC):
+            return None
+        # Parse it all when the text pass did not read all of it (or there is a stub).
+        whole = module in self.unsure or module not in self.py or len(sources) > 1
+        if present or whole or any(b"__getattr__" in s for s in sources):
+            found = self.bindings(module, None if whole else name)
+            if found is None:
+                return None  # cannot be parsed: reported by `parse-error` where it matters
+            if name in found.names:
+                return True
+            if found.getattr:
+                return None
+        if whole:
+            stars = found.stars
+        else:  # the text pass read every statement of the file: its star imports are these
+            stars = [(s.level, s.module) for s in self.statements.get(module, ())
+                     if s.kind == "from" and "*" in s.names]
+        if not stars:
+            return False
+        seen = _seen if _seen is not None else set()
+        seen.add(module)
+        unknown = False
+        package = self.is_package(module)
+        for level, target in stars:
+            full = resolve_relative(module, package, level, target)
+            if full is None or not internal(full) or not self.exists(full):
+                unknown = True
+                continue
+            if full in seen or name.startswith("_"):
+                continue
+            verdict = self.binds(full, name, internal, seen)
+            if verdict:
+                return True
+            unknown |= verdict is None
+        return None if unknown else False
+
+    # ---- where names are defined
+
+    def _search_blob(self) -> tuple[bytes, list[int], list[str]]:
+        if self._blob is None:
+            modules = sorted(self.py)
+            parts, offsets, at = [], [], 0
+            for m in modules:
+                data = self.text(m) or b""
+                offsets.append(at)
+                parts.append(data)
+                at += len(data) + 1
+            self._blob = (b"\0".join(parts), offsets, modules)
+        return self._blob
+
+    def modules_containing(self, word: str) -> set[str]:
+        """The `.py` modules whose text has `word` as an identifier (one search of the tree)."""
+        blob, offsets, modules = self._search_blob()
+        found = set()
+        for pos in _occurrences(blob, word.encode()):
+            found.add(modules[bisect.bisect_right(offsets, pos) - 1])
+        return found
+
+    def defines(self, module: str, name: str) -> bool:
+        """Does `module` define `name` at module level (not by importing it)? Settled by `ast`
+        (the statements that spell it) only where an indented line could: `def name`,
+        `class name`, `name = ...` inside an `if`/`try` block."""
+        text = self.text(module)
+        if text is None:
+            return False
+        if defined_at_column_0(text, name):
+            return True
+        if not _indented_definition(text, name):
+            return False
+        found = self.bindings(module, name)
+        return found is not None and name in found.defined
+
+    def definers(self, names: tuple[str, ...]) -> set[str]:
+        """Modules that define every one of `names` (def, class, assignment; not an import), or
+        whose submodules include it (a package "binds" its submodule)."""
+        result: set[str] | None = None
+        for name in sorted(names, key=len, reverse=True):  # the longest name is the rarest
+            found = {m for m in self.modules_containing(name) if self.defines(m, name)}
+            found |= {m.rpartition(".")[0] for m in self.children(name) if "." in m}
+            result = found if result is None else result & found
+            if not result:
+                break
+        return result or set()
