@@ -208,7 +208,17 @@ class ModuleIndex:
     # ---- modules
 
     def exists(self, module: str) -> bool:
-        return module in self.py or module in self.other
+        if module in self.py or module in self.other:
+            return True
+        return self._excluded_above(module) is not None
+
+    def _excluded_above(self, module: str) -> str | None:
+        """The excluded module `module` is under (the config's `exclude`: not walked), or None."""
+        while "." in module:
+            module = module.rpartition(".")[0]
+            if self.other.get(module) == "excluded":
+                return module
+        return None
 
     def is_package(self, module: str) -> bool:
         f = self.py.get(module)
@@ -309,8 +319,8 @@ class ModuleIndex:
         if self.exists(f"{module}.{name}"):
             return True
         kind = self.other.get(module)
-        if kind == "extension" or (module not in self.py and kind is None):
-            return None  # compiled (it wins over a `.py` of the same name), or missing
+        if kind in ("extension", "excluded") or (module not in self.py and kind is None):
+            return None  # compiled (it wins over a `.py` of the same name), not walked, or missing
         sources = [s for s in (self.text(module), self.stub_text(module)) if s is not None]
         if not sources:
             return False  # a namespace directory binds nothing but its submodules

@@ -53,7 +53,8 @@ class Discovery:
     missing_roots: list[str] = field(default_factory=list)
     # Modules that are not `.py` files: every directory (a package, or a namespace package
     # without `__init__.py`), `.pyi` stubs and extension modules (`.so`, `.pyd`), by name ->
-    # "directory" / "stub" / "extension". What exists is the union of these and `files`.
+    # "directory" / "stub" / "extension" / "excluded" (by the config: it and everything below
+    # it exist, unread). What exists is the union of these and `files`.
     other_modules: dict[str, str] = field(default_factory=dict)
 
     @functools.cached_property
@@ -162,7 +163,12 @@ class _Walker:
     def _entry(self, entry: os.DirEntry, parts: list[str], depth: int) -> None:
         name = entry.name
         if self.layout is not None and self.layout.excluded_by(entry.path):
-            return  # excluded by the config (vendored, generated): deliberately not a module
+            # Excluded by the config (vendored, generated): deliberately not scanned, yet it
+            # exists for whoever imports it (`index.py` knows nothing of what it holds).
+            stem = name.split(".", 1)[0] if name.endswith((".py", ".pyi", ".so", ".pyd")) else name
+            if stem != "__init__" and stem.isidentifier():
+                self.result.other_modules[".".join(parts + [stem])] = "excluded"
+            return
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:

@@ -65,7 +65,6 @@ class ScanPlan:
     # The config's `exclude` patterns and the directory they are relative to (`importers.py`).
     exclude: tuple[str, ...] = ()
     exclude_base: str = ""
-
     # A rule reads the text of every file itself (`missing_imports`): the bytes read are kept
     # in `Model.texts`, and any changed file changes the generation.
     texts: bool = False

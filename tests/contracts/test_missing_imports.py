@@ -350,3 +350,12 @@ def test_both_faces_are_clean_together(missing_tree):
                          "pkg/sub/deep.py": "from .. import bindings\n"})
     assert _lint_imports(root).returncode == 0
     assert run_cli(["--no-cache"], cwd=root).returncode == 0
+
+
+def test_an_excluded_directory_still_exists_for_its_importers(missing_tree):
+    config = CONFIG.replace("contract_types =", "exclude =\n    pkg/vendored\ncontract_types =")
+    root = missing_tree({"pkg/vendored/lib.py": "def vendored():\n    pass\n",
+                         "pkg/user.py": "from pkg.vendored.lib import vendored\nimport pkg.vendored.deeper\n"},
+                        config=config)
+    _, data = run_json(root)
+    assert not [f for f in data["findings"] if f["path"] == "pkg/user.py"]
