@@ -131,7 +131,7 @@ def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
     def all_names(value) -> None:
         for sub in ast.walk(value):
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
-                bind(sub.value)
+                bind(sub.value, defined=False)  # declared, defined elsewhere
 
     block(tree.body)
     return out
@@ -357,8 +357,10 @@ class ModuleIndex:
             if full is None or not internal(full) or not self.exists(full):
                 unknown = True
                 continue
-            if full in seen or name.startswith("_"):
+            if full in seen:
                 continue
+            if name.startswith("_") and b"__all__" not in (self.text(full) or b""):
+                continue  # a star import brings a private name only when `__all__` lists it
             verdict = self.binds(full, name, internal, seen)
             if verdict:
                 return True

@@ -359,3 +359,11 @@ def test_an_excluded_directory_still_exists_for_its_importers(missing_tree):
                         config=config)
     _, data = run_json(root)
     assert not [f for f in data["findings"] if f["path"] == "pkg/user.py"]
+
+
+def test_a_star_import_brings_a_private_name_listed_in_all(missing_tree):
+    root = missing_tree({"pkg/impl.py": "def _helper():\n    pass\n__all__ = ['_helper']\n",
+                         "pkg/shim.py": "from pkg.impl import *\n",
+                         "pkg/user.py": "from pkg.shim import _helper\n"})
+    _, data = run_json(root)
+    assert not [f for f in data["findings"] if f["path"] == "pkg/user.py"]
