@@ -33,10 +33,15 @@ EVERY_RULE = {
     "pkg/kernels/ops/kvcache/uses_runtime.py": "import pkg.srt.layers.layernorm\n",
     "pkg/kernels/ops/attention/__init__.py": "",
     "pkg/srt/broken.py": "import pkg.jit_kernel.norm\ndef f(:\n",
+    "pkg/srt/models/stale.py": "from pkg.kernels.ops.kvcache.old_hicache import transfer\n"
+                               "from pkg.srt.layers.layernorm import not_there\n",
 }
 EVERY_RULE_CONFIG = BASE_CONFIG.replace(
     "shared_modules =\n    pkg.kernels.jit\n",
-    "shared_modules =\n    pkg.kernels.jit\nallowed_imports =\n    pkg.kernels.ops.layernorm -> pkg.kernels.ops.gemm\n")
+    "shared_modules =\n    pkg.kernels.jit\nallowed_imports =\n    pkg.kernels.ops.layernorm -> pkg.kernels.ops.gemm\n").replace(
+    "    layer: contracts.LayerContract\n",
+    "    layer: contracts.LayerContract\n    missing_imports: contracts.MissingImportsContract\n") + (
+    "\n[importlinter:contract:missing]\nname = imports of what the tree does not have\ntype = missing_imports\n")
 
 
 @pytest.fixture
@@ -115,7 +120,7 @@ def test_sarif_structure(every_rule):
         assert rule["shortDescription"]["text"] == doc["summary"] and doc["summary"]
         assert rule["fullDescription"]["text"] and rule["fullDescription"]["text"] in " ".join(doc["text"].split())
         assert rule["help"]["text"] == doc["text"] and "## What it does" in rule["help"]["markdown"]
-    assert len(run["results"]) == 10
+    assert len(run["results"]) == 12
     for result in run["results"]:
         assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
         assert result["level"] == "error" and result["message"]["text"]
@@ -126,7 +131,8 @@ def test_sarif_structure(every_rule):
             os.path.islink(every_rule / uri)
         assert physical["region"]["startLine"] >= 1 and physical["region"]["startColumn"] >= 1
     fixable = [r for r in run["results"] if "fixes" in r]
-    assert [r["ruleId"] for r in fixable] == ["removed-module"]
+    assert sorted(r["ruleId"] for r in fixable) == ["missing-module", "removed-module"]
+    fixable = [r for r in fixable if r["ruleId"] == "removed-module"]
     [fix] = fixable[0]["fixes"]
     [change] = fix["artifactChanges"]
     [replacement] = change["replacements"]
@@ -148,7 +154,7 @@ def test_sarif_uris_are_relative_to_the_repository_root_not_the_working_director
 def test_gitlab_code_quality_fields(every_rule):
     _, out, _ = cli(every_rule, "--output-format", "gitlab")
     issues = json.loads(out)
-    assert isinstance(issues, list) and len(issues) == 10
+    assert isinstance(issues, list) and len(issues) == 12
     for issue in issues:
         assert isinstance(issue["description"], str) and issue["description"]
         assert issue["check_name"] in rules.BY_ID
@@ -173,10 +179,10 @@ def test_gitlab_fingerprint_survives_moved_lines(every_rule):
 def test_junit_parses_and_counts_failures(every_rule):
     _, out, _ = cli(every_rule, "--output-format", "junit")
     suites = ET.fromstring(out)
-    assert suites.tag == "testsuites" and suites.get("failures") == "10"
+    assert suites.tag == "testsuites" and suites.get("failures") == "12"
     cases = suites.findall("testsuite/testcase")
-    assert len(cases) == 10 and all(c.find("failure") is not None for c in cases)
-    assert sum(int(s.get("tests")) for s in suites.findall("testsuite")) == 10
+    assert len(cases) == 12 and all(c.find("failure") is not None for c in cases)
+    assert sum(int(s.get("tests")) for s in suites.findall("testsuite")) == 12
     assert {c.get("name") for c in cases} == {f"namespace-lint.{r}" for r in rules.BY_ID}
 
 
@@ -192,10 +198,10 @@ def test_junit_clean_run_is_one_passing_case(tree):
 def test_github_workflow_commands(every_rule):
     _, out, err = cli(every_rule, "--output-format", "github")
     lines = out.splitlines()
-    assert len(lines) == 10
+    assert len(lines) == 12
     for line in lines:
         assert re.fullmatch(r"::error file=[^,:]+,line=\d+,col=\d+,title=[a-z-]+::.+", line), line
-    assert err.strip().endswith("10 findings.")
+    assert err.strip().endswith("12 findings.")
 
 
 def test_json_lines_is_one_finding_object_per_line(every_rule):
@@ -210,7 +216,8 @@ def test_json_adds_fixable_and_files_total_and_removes_nothing(every_rule):
     assert data["files_total"] == data["files_scanned"] + 1  # the dangling link
     for f in data["findings"]:
         assert set(f) == {"rule", "path", "line", "col", "importer", "imported", "message", "replacement", "fixable"}
-        assert f["fixable"] == (f["rule"] == "removed-module" and f["replacement"] is not None)
+        assert f["fixable"] == (f["rule"] in ("removed-module", "missing-module", "missing-name")
+                                and f["replacement"] is not None)
 
 
 def test_full_shows_the_source_line_and_a_caret(every_rule):
@@ -226,9 +233,12 @@ def test_concise_marks_fixable_findings_and_counts_them(every_rule):
     lines = out.splitlines()
     assert [line for line in lines if line.endswith(" [*]")] == [
         "pkg/srt/models/m.py:2:1: removed-module `pkg.jit_kernel.hicache` was removed (import; `pkg.jit_kernel` "
-        "no longer exists) (use `pkg.kernels.ops.kvcache.hicache` instead) [*]"]
-    assert lines[-1] == "[*] 1 fixable with `--fix`."
-    assert lines[-2].startswith("Scanned 18 of 19 .py files: 10 findings (")
+        "no longer exists) (use `pkg.kernels.ops.kvcache.hicache` instead) [*]",
+        "pkg/srt/models/stale.py:1:1: missing-module `pkg.kernels.ops.kvcache.old_hicache` does not exist "
+        "(module-level import); moved? `pkg.kernels.ops.kvcache.hicache` defines `transfer` "
+        "(use `pkg.kernels.ops.kvcache.hicache` instead) [*]"]
+    assert lines[-1] == "[*] 2 fixable with `--fix`."
+    assert lines[-2].startswith("Scanned 19 of 20 .py files: 12 findings (")
 
 
 def test_one_finding_is_singular(tree):
