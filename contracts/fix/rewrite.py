@@ -106,7 +106,10 @@ class Rewriter(cst.CSTTransformer):
                 continue
             new = finding.replacement
             if key == base_key:
-                target = (new, name) if star or self.names is None else self.names(base, name)
+                # Per-name lines are the removed-module contract's; a missing-module finding's
+                # replacement defines every name the statement imports.
+                per_name = self.names is not None and not star and finding.rule == "removed-module"
+                target = self.names(base, name) if per_name else (new, name)
                 if target is None:
                     self.refused[key] = (f"`replacements` names no new place for `{name}` (imported from "
                                          f"`{base}`); add a line `{base}:{name} -> new.module:{name}`")
