@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
-from contracts.engine.import_lines import StatementReader
 from contracts.engine.bindings import ModuleIndex
+from contracts.engine.import_lines import StatementReader
 from contracts.engine.model import Model
 from contracts.engine.resolve import is_under, resolve_relative
 from contracts.findings import Finding
