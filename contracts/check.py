@@ -123,7 +123,7 @@ def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
     from contracts import ignores, rules
 
     patterns = getattr(spec, "ignore_imports", ())
-    if not patterns or not isinstance(spec, (RemovedSpec, GroupsSpec, LayerSpec)):
+    if not patterns or not isinstance(spec, (RemovedSpec, GroupsSpec, LayerSpec, MissingSpec)):
         return _rule_findings(model, config, spec)
     used: set[int] = set()
     view = copy.copy(model)
@@ -152,8 +152,7 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
     if isinstance(spec, LayerSpec):
         return rules.layer.check(model, spec)
     if isinstance(spec, MissingSpec):
-        return (rules.missing_module.check(model, config, spec) + rules.missing_name.check(model, config, spec)
-                + rules.unused_allowed_import.check_ignores(model, config, spec))
+        return rules.missing_module.check(model, config, spec) + rules.missing_name.check(model, config, spec)
     raise TypeError(spec)
 
 
@@ -376,7 +375,7 @@ def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> R
 
 def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, status: str) -> Result:
     keep = _path_filter(src, paths)
-    warn = {spec.id for spec in (*config.removed, *config.groups, *config.layers)
+    warn = {spec.id for spec in config.specs
             if getattr(spec, "unmatched_alerting", "error") == "warn"}
     warnings = []
     results = []

@@ -243,65 +243,6 @@ def _exemptions(options: dict) -> tuple[tuple[ImportPattern, ...], str]:
     return patterns, alerting
 
 
-@dataclass(frozen=True)
-class ImportPattern:
-    """One `ignore_imports` line in import-linter's syntax: `importer -> imported`, where a `*`
-    stands for one module name part and `**` for one or more (as grimp matches them)."""
-
-    text: str
-    importer: str
-    imported: str
-
-    def matches(self, importer: str, imported: str) -> bool:
-        return _expression_regex(self.importer).match(importer) is not None and \
-            _expression_regex(self.imported).match(imported) is not None
-
-
-_EXPRESSIONS: dict[str, re.Pattern] = {}
-
-
-def _expression_regex(expression: str) -> re.Pattern:
-    found = _EXPRESSIONS.get(expression)
-    if found is None:
-        parts = [r"[^.]+" if p == "*" else r"[^.]+(?:\.[^.]+)*" if p == "**" else re.escape(p)
-                 for p in expression.split(".")]
-        found = _EXPRESSIONS[expression] = re.compile(r"\.".join(parts) + r"\Z")
-    return found
-
-
-def _module_expression(option: str, line: str, value: str) -> str:
-    last = None
-    for part in value.split("."):
-        if part in ("*", "**"):
-            if last == "**" or (last == "*" and part == "**"):
-                raise OptionError(option, f"line '{line}': '{value}' has a wildcard after a wildcard "
-                                          f"('*' and '**' cannot follow each other).")
-            last = part
-            continue
-        if "*" in part or not _IDENT_RE.match(part):
-            raise OptionError(option, f"line '{line}': '{value}' is not a module expression (dotted "
-                                      f"names; '*' or '**' may replace a whole part).")
-        last = None
-    return value
-
-
-def parse_ignore_imports(option: str, raw) -> tuple[ImportPattern, ...]:
-    """import-linter's `ignore_imports` lines: `importer -> imported`, wildcards allowed. A line
-    given twice is an error (the second one could never match anything the first does not)."""
-    out: list[ImportPattern] = []
-    for line in as_lines(raw):
-        left, arrow, right = line.partition("->")
-        left, right = left.strip(), right.strip()
-        if not arrow or not left or not right or "->" in right:
-            raise OptionError(option, f"line '{line}' must be 'importer.module -> imported.module'.")
-        pattern = ImportPattern(f"{left} -> {right}", _module_expression(option, line, left),
-                                _module_expression(option, line, right))
-        if any(p.text == pattern.text for p in out):
-            raise OptionError(option, f"line '{line}' is given twice.")
-        out.append(pattern)
-    return tuple(out)
-
-
 def parse_bool(option: str, raw, default: bool = False) -> bool:
     if raw is None:
         return default
@@ -324,17 +265,11 @@ class MissingSpec:
     name: str
     packages: tuple[str, ...] = ()  # empty: the root packages
     include_guarded: bool = False
-    ignore_imports: tuple[ImportPattern, ...] = ()
+    ignore_imports: tuple[ImportPattern, ...] = ()  # see contracts/ignores.py
+    unmatched_alerting: str = "error"
 
     def packages_for(self, roots: tuple[str, ...]) -> tuple[str, ...]:
         return self.packages or roots
-
-    def ignored(self, importer: str, imported: str) -> int | None:
-        """The index of the first `ignore_imports` line matching this import, or None."""
-        for i, pattern in enumerate(self.ignore_imports):
-            if pattern.matches(importer, imported):
-                return i
-        return None
 
 
 def missing_spec(cid: str, options: dict) -> MissingSpec:
@@ -342,9 +277,10 @@ def missing_spec(cid: str, options: dict) -> MissingSpec:
     for i, a in enumerate(packages):
         if a in packages[:i]:
             raise OptionError("packages", f"'{a}' is named twice.")
+    patterns, alerting = _exemptions(options)
     return MissingSpec(cid, options.get("name", cid), packages,
                        parse_bool("include_guarded", options.get("include_guarded")),
-                       parse_ignore_imports("ignore_imports", options.get("ignore_imports")))
+                       ignore_imports=patterns, unmatched_alerting=alerting)
 
 
 def removed_spec(cid: str, options: dict) -> RemovedSpec:
@@ -439,7 +375,7 @@ KNOWN_OPTIONS = {
     "removed_modules": {"removed_modules", "replacements"},
     "operator_groups": {"container", "groups", "shared_modules", "allowed_imports"},
     "layer": {"layers"},
-    "missing_imports": {"packages", "include_guarded", "ignore_imports"},
+    "missing_imports": {"packages", "include_guarded"},
 }
 # Every contract type takes import-linter's exemptions (contracts/ignores.py).
 EXEMPTION_OPTIONS = ("ignore_imports", "unmatched_ignore_imports_alerting")

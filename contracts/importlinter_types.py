@@ -174,4 +174,3 @@ class MissingImportsContract(_OwnContract):
     kind = "missing_imports"
     packages = fields.ListField(subfield=fields.StringField(), required=False)
     include_guarded = fields.StringField(required=False)
-    ignore_imports = fields.ListField(subfield=fields.StringField(), required=False)

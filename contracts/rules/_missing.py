@@ -27,8 +27,8 @@ MAX_LISTED = 5  # candidates named in a message
 
 
 def findings(model: Model, config: Config, spec: MissingSpec) -> list[Finding]:
-    """Both rules' findings (and unmatched `ignore_imports` lines) of one contract, computed
-    once per model."""
+    """Both rules' findings of one contract, computed once per model (`ignore_imports` is applied
+    to them by `check.contract_findings`, as to every contract's)."""
     cache = model.__dict__.setdefault("_missing_findings", {})
     if spec not in cache:
         cache[spec] = _Analysis(model, config, spec).run()
@@ -40,7 +40,6 @@ class _Analysis:
         self.model, self.config, self.spec = model, config, spec
         self.packages = spec.packages_for(config.root_packages)
         self.removed = tuple(p for r in config.removed for p in r.removed)
-        self.used_ignores: set[int] = set()
 
     def internal(self, module: str) -> bool:
         return any(is_under(module, p) for p in self.packages)
@@ -80,7 +79,6 @@ class _Analysis:
                 lines = self._suspect_lines(f, statements[f.module])
                 if lines:
                     out.extend(self._exact(f, texts[f.rel], lines))
-        out.extend(self._unmatched_ignores())
         return sorted(set(out))
 
     def _suspect_lines(self, f, stmts) -> list[int]:
@@ -176,13 +174,6 @@ class _Analysis:
             what += " in a function"
         return what + (", guarded by `except ImportError`" if ref.guarded else "")
 
-    def _ignored(self, importer: str, imported: str) -> bool:
-        i = self.spec.ignored(importer, imported)
-        if i is None:
-            return False
-        self.used_ignores.add(i)
-        return True
-
     def _climbs(self, f, ref) -> Finding:
         top = f.module.split(".", 1)[0]
         return Finding(f.rel, ref.line, ref.col, MODULE_RULE, f.module, ref.imported,
@@ -192,8 +183,6 @@ class _Analysis:
     def _report(self, f, rule: str, ref, module: str, names: tuple[str, ...]) -> list[Finding]:
         index = self.index
         if rule == MODULE_RULE:
-            if self._ignored(f.module, module):
-                return []
             missing = _first_missing(index, module)
             gone = f"`{module}` does not exist" + (
                 f" (nor does `{missing}`)" if missing != module else "")
@@ -206,9 +195,7 @@ class _Analysis:
             message = f"{gone} ({self._where(ref)}); {hint}"
             return [Finding(f.rel, ref.line, ref.col, rule, f.module, shown, message, new)]
         out = []
-        kept = tuple(n for n in names if not self._ignored(f.module, f"{module}.{n}"))
-        if not kept:
-            return []
+        kept = names
         candidates = self._candidates(f, module, kept)
         hint, replacement = _hint(module, kept, candidates)
         for name in kept:
@@ -231,15 +218,6 @@ class _Analysis:
         found.discard(f.module)
         found.discard(module)
         return sorted(m for m in found if self.internal(m) and not any(is_under(m, p) for p in self.removed))
-
-    # ---- ignore_imports lines no import matched
-
-    def _unmatched_ignores(self) -> list[Finding]:
-        from contracts.rules import unused_allowed_import
-
-        lines = [p.text for i, p in enumerate(self.spec.ignore_imports) if i not in self.used_ignores]
-        return unused_allowed_import.unmatched_lines(self.model.src, self.config.path, self.spec.id,
-                                                     "ignore_imports", lines)
 
 
 def _first_missing(index: ModuleIndex, module: str) -> str:
