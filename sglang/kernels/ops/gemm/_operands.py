@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import torch
+import triton
+import triton.language as tl
 
 from sglang.kernels.jit import interpreter_enabled
 
@@ -49,3 +51,43 @@ def dot_in_fp32(dtype: torch.dtype) -> bool:
     their products are exact in the fp32 accumulator either way, so it gives the same sums.
     """
     return dtype == torch.float32 or (dtype == torch.bfloat16 and interpreter_enabled())
+
+
+@triton.jit
+def accumulate_tile(
+    a_ptr,  # [M, K]
+    b_ptr,  # [K, N] (a row-major [N, K] weight passes its strides swapped)
+    offs_m,  # int64 [BLOCK_M] rows of this tile
+    offs_n,  # int64 [BLOCK_N] columns of this tile
+    mask_m,
+    mask_n,
+    k_dim,
+    a_m_stride,
+    a_k_stride,
+    b_k_stride,
+    b_n_stride,
+    DOT_FP32: tl.constexpr,  # upcast and take an IEEE fp32 dot (see `dot_in_fp32`)
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """The fp32 [BLOCK_M, BLOCK_N] tile of a @ b, walking K in masked BLOCK_K steps."""
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, k_dim, BLOCK_K):
+        offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
+        mask_k = offs_k < k_dim
+        a = tl.load(
+            a_ptr + offs_m[:, None] * a_m_stride + offs_k[None, :] * a_k_stride,
+            mask=mask_m[:, None] & mask_k[None, :],
+            other=0.0,
+        )  # [BLOCK_M, BLOCK_K]
+        b = tl.load(
+            b_ptr + offs_k[:, None] * b_k_stride + offs_n[None, :] * b_n_stride,
+            mask=mask_k[:, None] & mask_n[None, :],
+            other=0.0,
+        )  # [BLOCK_K, BLOCK_N]
+        if DOT_FP32:
+            acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+    return acc

@@ -27,7 +27,12 @@ import triton
 import triton.language as tl
 
 from sglang.kernels.jit import cdiv, next_power_of_2, use_triton
-from sglang.kernels.ops.gemm._operands import check_operands, check_out, dot_in_fp32
+from sglang.kernels.ops.gemm._operands import (
+    accumulate_tile,
+    check_operands,
+    check_out,
+    dot_in_fp32,
+)
 
 # tl.dot needs every tile dimension >= 16; 16 rows is also one decode batch of the fused A
 # projection (upstream's largest num_tokens), so small M wastes no rows.
@@ -70,24 +75,11 @@ def _dsv3_fused_a_gemm_kernel(
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
     mask_m = offs_m < n_rows
     mask_n = offs_n < n_cols
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, k_dim, BLOCK_K):
-        offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
-        mask_k = offs_k < k_dim
-        a = tl.load(
-            a_ptr + offs_m[:, None] * a_row_stride + offs_k[None, :] * a_col_stride,
-            mask=mask_m[:, None] & mask_k[None, :],
-            other=0.0,
-        )  # [BLOCK_M, BLOCK_K]
-        b = tl.load(
-            b_ptr + offs_k[:, None] * b_k_stride + offs_n[None, :] * b_n_stride,
-            mask=mask_k[:, None] & mask_n[None, :],
-            other=0.0,
-        )  # [BLOCK_K, BLOCK_N]
-        if DOT_FP32:
-            acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
+    acc = accumulate_tile(
+        a_ptr, b_ptr, offs_m, offs_n, mask_m, mask_n, k_dim,
+        a_row_stride, a_col_stride, b_k_stride, b_n_stride,
+        DOT_FP32, BLOCK_M, BLOCK_N, BLOCK_K,
+    )
     tl.store(
         out_ptr + offs_m[:, None] * out_row_stride + offs_n[None, :] * out_col_stride,
         acc.to(out_ptr.dtype.element_ty),

@@ -29,6 +29,7 @@ import triton.language as tl
 from sglang.kernels.jit import cdiv, next_power_of_2, use_triton
 from sglang.kernels.ops.gemm._operands import (
     SUPPORTED_DTYPES,
+    accumulate_tile,
     check_operands,
     check_out,
     dot_in_fp32,
@@ -77,24 +78,12 @@ def _tiny_gemm_kernel(
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
     mask_m = offs_m < n_rows
     mask_n = offs_n < n_cols
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, k_dim, BLOCK_K):
-        offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
-        mask_k = offs_k < k_dim
-        a = tl.load(
-            x_ptr + offs_m[:, None] * x_row_stride + offs_k[None, :] * x_col_stride,
-            mask=mask_m[:, None] & mask_k[None, :],
-            other=0.0,
-        )  # [BLOCK_M, BLOCK_K]
-        b = tl.load(
-            w_ptr + offs_n[None, :] * w_row_stride + offs_k[:, None] * w_col_stride,
-            mask=mask_n[None, :] & mask_k[:, None],
-            other=0.0,
-        )  # [BLOCK_K, BLOCK_N]: the weight tile read transposed
-        if DOT_FP32:
-            acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
+    # w [N, K] is the [K, N] operand with its strides swapped.
+    acc = accumulate_tile(
+        x_ptr, w_ptr, offs_m, offs_n, mask_m, mask_n, k_dim,
+        x_row_stride, x_col_stride, w_col_stride, w_row_stride,
+        DOT_FP32, BLOCK_M, BLOCK_N, BLOCK_K,
+    )
     tl.store(
         out_ptr + offs_m[:, None] * out_row_stride + offs_n[None, :] * out_col_stride,
         acc.to(out_ptr.dtype.element_ty),
