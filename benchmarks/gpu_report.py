@@ -388,6 +388,64 @@ def _token_table_case(label, batch):
                 smoke=lambda d: build(d, 5))
 
 
+def _sconv_decode_case(label, batch, dim, width):
+    def build(device, batch=batch, dim=dim, width=width):
+        import torch
+
+        from sglang.kernels.ops.mamba import (
+            fused_causal_conv1d_update_decode,
+            fused_causal_conv1d_update_decode_ref,
+        )
+
+        slots = 2 * batch
+        x = torch.randn(batch, dim, device=device).to(torch.bfloat16)
+        w = (torch.randn(dim, width, device=device) / width).to(torch.bfloat16)
+        cache = torch.randn(slots, width - 1, dim, device=device).to(torch.bfloat16)
+        ci = torch.randperm(slots, device=device)[:batch]
+        mask = torch.ones(batch, dtype=torch.bool, device=device)
+        args = (x, w, cache, ci, mask, "silu", True)
+        work = cache.clone()
+
+        def check():
+            got_cache, want_cache = cache.clone(), cache.clone()
+            got = fused_causal_conv1d_update_decode(x, w, got_cache, ci, mask, "silu", True)
+            want = fused_causal_conv1d_update_decode_ref(x, w, want_cache, ci, mask, "silu", True)
+            _rounded(got, want.float())
+            assert torch.equal(got_cache, want_cache)
+
+        return Run(lambda: fused_causal_conv1d_update_decode(x, w, work, ci, mask, "silu", True),
+                   lambda: fused_causal_conv1d_update_decode_ref(*args), check,
+                   bytes_moved=2 * _nbytes(x) + 2 * batch * (width - 1) * dim * 2 + _nbytes(w))
+
+    return Case("mamba.fused_causal_conv1d_update_decode", label, build, True,
+                smoke=lambda d: build(d, 3, 40, 4))
+
+
+def _sconv_prefill_case(label, seqs, seq_len, dim, width):
+    def build(device, seqs=seqs, seq_len=seq_len, dim=dim, width=width):
+        import torch
+
+        from sglang.kernels.ops.mamba import causal_conv1d, causal_conv1d_ref
+
+        n_tokens, slots = seqs * seq_len, 2 * seqs
+        x = torch.randn(n_tokens, dim, device=device).to(torch.bfloat16)
+        w = (torch.randn(dim, width, device=device) / width).to(torch.bfloat16)
+        cache = torch.randn(slots, width - 1, dim, device=device).to(torch.bfloat16)
+        mask = (torch.arange(seqs, device=device) % 2 == 0).view(seqs, 1, 1)  # half continue
+        safe_idx = torch.randperm(slots, device=device)[:seqs]
+        cu = torch.arange(0, n_tokens + 1, seq_len, device=device)
+        si = torch.arange(seqs, device=device, dtype=torch.int32).repeat_interleave(seq_len)
+        args = (x, w, cache, mask, safe_idx, cu, si, "silu", True, False)
+
+        def check():
+            _rounded(causal_conv1d(*args), causal_conv1d_ref(*args).float())
+
+        return Run(lambda: causal_conv1d(*args), lambda: causal_conv1d_ref(*args), check,
+                   bytes_moved=2 * _nbytes(x) + _nbytes(w) + seqs * (width - 1) * dim * 2)
+
+    return Case("mamba.causal_conv1d", label, build, False, smoke=lambda d: build(d, 3, 5, 40, 4))
+
+
 def _qknorm_case(label, tokens, q_dim, k_dim, tp):
     def build(device, tokens=tokens, q_dim=q_dim, k_dim=k_dim):
         import torch
@@ -450,6 +508,9 @@ def cases() -> list[Case]:
         _ngram_case("n-gram ids decode, batch 256", 256, True),
         _ngram_case("n-gram ids prefill, 4 x 4096 tokens", 4, False),
         _token_table_case("n-gram token table decode, batch 256", 256),
+        # Inkling's short conv (W = 4) at decode, over a Llama-3-8B-wide hidden state.
+        _sconv_decode_case("sconv decode W=4, 4096 channels, batch 64", 64, 4096, 4),
+        _sconv_prefill_case("sconv prefill W=4, 4096 channels, 8 x 1024 tokens", 8, 1024, 4096, 4),
         # MiniMax-M2: 48 q heads and 8 kv heads of 128, TP 8 shards.
         _qknorm_case("MiniMax-M2 TP8 shard, 32 tokens", 32, 6144, 1024, 8),
         _qknorm_case("MiniMax-M2 TP8 shard, 8192 tokens", 8192, 6144, 1024, 8),
