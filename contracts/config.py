@@ -514,6 +514,8 @@ LAYOUT_OPTIONS = ("source_dir", "importer_paths", "exclude")
 
 
 def _layout(config: Config, session: dict, err) -> None:
+    from contracts.engine.importers import compile_pattern
+
     source = session.get("source_dir")
     if source is not None:
         if isinstance(source, list) or not str(source).strip():
@@ -524,4 +526,8 @@ def _layout(config: Config, session: dict, err) -> None:
         for item in items:
             if "\0" in item or not item.isprintable():
                 raise err(f"'{item}' is not a path or glob.", option=option)
+            try:
+                compile_pattern(item)
+            except re.error as e:
+                raise err(f"'{item}' is not a valid glob ({e}).", option=option) from None
         setattr(config, option, tuple(items))

@@ -165,6 +165,12 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
     for path in files:
         rel = os.path.relpath(path, src).replace(os.sep, "/")
         try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:  # cannot be printed as it is, nor be a module's name
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            disc.skipped.append((shown, "the name is not valid UTF-8"))
+            continue
+        try:
             with open(path, "rb") as fh:
                 data = fh.read()
                 st = os.fstat(fh.fileno())

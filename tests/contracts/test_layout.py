@@ -150,3 +150,20 @@ def test_a_named_file_the_walk_cannot_reach_is_a_notice(tmp_path):
     proc = run_cli(["--no-cache", "python/pkg/srt/.agents/skill.py"], cwd=root)
     (notice,) = [x for x in proc.stderr.splitlines() if "notice" in x]
     assert "python/pkg/srt/.agents/skill.py: not checked: it is under `python/pkg/srt/.agents`" in notice
+
+
+def test_a_bad_glob_is_a_config_error_and_a_non_utf8_importer_name_is_reported(tmp_path):
+    root = upstream_like(tmp_path, source_dir="python", exclude=("[z-a]",))
+    proc = run_cli(["--no-cache"], cwd=root)
+    assert proc.returncode == 2 and "option 'exclude': '[z-a]' is not a valid glob" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    root = upstream_like(tmp_path / "two", {"test/ok.py": STALE}, source_dir="python", importers=("test",))
+    import os
+    try:
+        open(os.path.join(os.fsencode(root / "test"), b"bad\xff.py"), "wb").close()
+    except OSError:
+        pytest.skip("this filesystem refuses non-UTF-8 names")
+    proc = run_cli(["--no-cache"], cwd=root)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "test/ok.py:1:1: removed-module" in proc.stdout
+    assert "not-scanned" in proc.stdout and "not valid UTF-8" in proc.stdout
