@@ -10,6 +10,7 @@ SAME_SIGNATURE = 0.3  # ... or this, for functions whose parameters (names, in o
 MODULE_MIN = 0.5  # share of a module's code (by size) a candidate must hold (git's rename default)
 TIE_MARGIN = 0.1  # candidates this close to the best score are a tie
 MIN_SHARED = 2  # same definitions a candidate found only by content needs
+COMMON_NAME = 25  # a name defined in more modules than this does not suggest a candidate
 
 
 @dataclass(frozen=True)

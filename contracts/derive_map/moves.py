@@ -33,6 +33,7 @@ prints is right for every module it covers.
 from __future__ import annotations
 
 from contracts.derive_map.model import (
+    COMMON_NAME,
     MIN_SHARED,
     MODULE_MIN,
     SAME_DEFINITION,
@@ -45,7 +46,6 @@ from contracts.derive_map.names import map_names
 from contracts.engine.index import Definition, TreeIndex, same_definition
 from contracts.engine.resolve import is_under
 
-COMMON_NAME = 25  # a name defined in more modules than this does not suggest a candidate
 MAX_CONTENT_CANDIDATES = 20  # the candidates by content scored per module, most shared names first
 JIT_PREFIX = "_jit_"  # upstream's name for a moved JIT wrapper: hicache -> _jit_hicache
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 from contracts.derive_map.model import (
+    COMMON_NAME,
     MIN_SHARED,
     MODULE_MIN,
     SAME_DEFINITION,
+    SAME_SIGNATURE,
     TIE_MARGIN,
     Derived,
     mapped_ancestor,
@@ -70,9 +72,13 @@ def to_json(result: Derived, command: dict) -> str:
             entry.update(status="ambiguous", reason="candidates tie")
         elif m in result.unmatched:
             entry.update(status="unmatched", reason=result.unmatched[m])
+        elif result.effective(m) is not None:
+            entry.update(status="covered", target=result.effective(m), reason="the line of a package above it")
         else:
-            entry.update(status="covered", target=result.effective(m))
-        entry["candidates"] = [{"module": c, "score": round(s, 3)} for c, s in result.scores.get(m, [])]
+            entry.update(status="no line", target=None,
+                         reason="matched nothing itself; the modules under it have lines of their own")
+        entry["candidates"] = [{"module": c, "score": round(s, 3)} for c, s in result.scores.get(m, [])] or [
+            {"module": c, "score": None} for c in result.ambiguous.get(m, [])]
         modules.append(entry)
     names = []
     for key in sorted(set(result.names) | set(result.names_unmatched) | set(result.names_ambiguous)):
@@ -90,8 +96,9 @@ def to_json(result: Derived, command: dict) -> str:
         names.append(entry)
     data = {
         "command": command,
-        "thresholds": {"same_definition": SAME_DEFINITION, "module_min": MODULE_MIN,
-                       "tie_margin": TIE_MARGIN, "min_shared": MIN_SHARED},
+        "thresholds": {"same_definition": SAME_DEFINITION, "same_signature": SAME_SIGNATURE,
+                       "module_min": MODULE_MIN, "tie_margin": TIE_MARGIN, "min_shared": MIN_SHARED,
+                       "common_name": COMMON_NAME},
         "replacements": [f"{a} -> {b}" for a, b in result.lines() + result.name_lines()],
         "modules": modules,
         "names": names,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from contracts.derive_map.model import Derived
+from contracts.derive_map.model import Derived, Evidence
 from contracts.engine.index import TreeIndex
 from contracts.engine.resolve import is_under, resolve_relative
 
@@ -92,4 +92,5 @@ def shim_map(src: str, prefix: str) -> Derived:
             result.warnings.append(f"`{module}` re-exports from `{target}`, which is not under "
                                    f"{src}; check it")
         result.mapped[module] = target
+        result.evidence[module] = Evidence("shim")
     return result

@@ -214,3 +214,21 @@ def test_a_wheel_member_that_climbs_out_is_not_unpacked(tmp_path, capsys):
     # The wheel is unpacked in a directory under the temporary directory: `..` would land there.
     assert not os.path.exists(os.path.join(tempfile.gettempdir(), "escaped.py"))
     assert not os.path.exists("/abs_escaped.py")
+
+
+def test_json_for_one_tree_of_shims_says_how_each_module_was_mapped(tmp_path, capsys):
+    from tests.contracts.test_derive_map import SHIM_TREE
+
+    root = write_tree(tmp_path, SHIM_TREE, config=None)
+    code = main(["derive-map", "--src", str(root), "--removed", "pkg.jit_kernel", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    by = {m["module"]: m for m in data["modules"]}
+    assert by["pkg.jit_kernel.hicache"]["status"] == "mapped" and by["pkg.jit_kernel.hicache"]["how"] == "shim"
+    assert by["pkg.jit_kernel.gemm"]["status"] == "unmatched" and "still holds code" in by["pkg.jit_kernel.gemm"]["reason"]
+    assert by["pkg.jit_kernel.mixed"]["status"] == "ambiguous"
+    assert [c["module"] for c in by["pkg.jit_kernel.mixed"]["candidates"]] == [
+        "pkg.kernels.ops.kvcache.hicache", "pkg.kernels.ops.layernorm.norm"]
+    assert by["pkg.jit_kernel"]["status"] == "no line"
+    assert set(data["thresholds"]) == {"same_definition", "same_signature", "module_min", "tie_margin",
+                                       "min_shared", "common_name"}
+    assert data["complete"] is False and code == 1
