@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from contracts import config as config_mod
 from contracts.check import Result, run
+from contracts.config_source import shown
 from contracts.errors import NamespaceLintError
 from contracts.findings import Finding, displayed
 
@@ -125,7 +126,9 @@ class _OwnContract(Contract):
         for f in findings:
             use = f" (use {f.replacement} instead)" if f.replacement else ""
             # escape: output is rich markup; a `[section]` or a path like `[/x].py` is text here
-            output.print_error(escape(f"-   {f.path}:{f.line}:{f.col}: {f.rule} {f.message}{use}"), bold=False)
+            # shown: control characters in a path or message as escapes (a newline forges no line)
+            output.print_error(escape(shown(f"-   {f.path}:{f.line}:{f.col}: {f.rule} {f.message}{use}")),
+                               bold=False)
         output.new_line()
 
 

@@ -286,3 +286,14 @@ def test_control_characters_in_paths_are_escaped_in_the_fix_notes(tree):
     assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
     assert "pkg/srt/esc\\x1b[2Jclear\\r.py: fixed 1 import" in out
     assert not any(line.startswith("pkg/srt/fake.py") for line in out.splitlines())
+
+
+def test_control_characters_in_paths_are_escaped_by_the_lint_imports_face(tree):
+    from tests.contracts.test_cli import _lint_imports
+
+    root = tree(HOSTILE)
+    proc = _lint_imports(root)
+    assert proc.returncode == 1
+    assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
+    assert "esc\\x1b[2Jclear\\r.py:1:1: removed-module" in proc.stdout.replace("\n", "")
+    assert not any(line.lstrip("- ").startswith("pkg/srt/fake.py") for line in proc.stdout.splitlines())
