@@ -12,6 +12,7 @@ used: one warning, and the run goes on without it.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import os
 import time
@@ -254,17 +255,22 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
              f"'{entry}' names no .py file outside the root packages" for entry in empty]
     if paths:
-        keep = _path_filter(src, paths)
-        files = [p for p in files if keep(os.path.relpath(p, src).replace(os.sep, "/"))]
-        for p in paths:  # named explicitly: checked even where importer_paths does not reach
-            path = os.path.abspath(p)
+        # Sets and prefixes, not a test of every file against every PATH: pre-commit passes
+        # thousands of each.
+        named = {os.path.abspath(p) for p in paths}
+        dirs = tuple(p.rstrip(os.sep) + os.sep for p in named if os.path.isdir(p))
+        chosen = {p for p in files if p in named or p.startswith(dirs)}
+        for path in sorted(named):  # named explicitly: checked even where importer_paths does not reach
+            if path in chosen:
+                continue
             if os.path.isdir(path) and not _is_inside(path, inside):
                 from contracts.engine.importers import Layout
 
-                files += importer_files(Layout(layout.base, layout.exclude, (path,)), inside)[0]
-            elif (path.endswith(".py") and os.path.isfile(path) and path not in files
+                chosen.update(importer_files(Layout(layout.base, layout.exclude, (path,)), inside)[0])
+            elif (path.endswith(".py") and os.path.isfile(path)
                     and not _is_inside(path, inside) and not layout.excluded_by(path)):
-                files.append(path)
+                chosen.add(path)
+        files = sorted(chosen)
     if not files:
         return full, notes
     model = importer_model(sorted(set(files)), src, layout, plan.ast_words)
@@ -302,8 +308,16 @@ def _importer_findings(model, spec: RemovedSpec, package_findings) -> tuple[list
 
 
 def _is_inside(path: str, tops: list[str]) -> bool:
+    """Is `path` in one of `tops` (as written, or once links are resolved)?"""
+    if any(path == t or path.startswith(t + os.sep) for t in tops):
+        return True  # the common case, without a system call
     real = os.path.realpath(path)
-    return any(real == t or real.startswith(t + os.sep) for t in map(os.path.realpath, tops))
+    return any(real == t or real.startswith(t + os.sep) for t in _realpaths(tuple(tops)))
+
+
+@functools.lru_cache(maxsize=8)
+def _realpaths(tops: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(os.path.realpath(t) for t in tops)
 
 
 def config_source_display(config: Config) -> str:
@@ -333,20 +347,21 @@ def named_file_notices(config: Config, src: str, paths: list[str] | None) -> lis
         else:
             bad = _unwalked_directory(config, src, os.path.abspath(p))
             if bad:
-                notices.append(f"{shown}: not checked: it is under `{shown_path(bad, src)}`, a directory name Python cannot "
-                               f"import from, which the walk does not enter (see its `not-scanned` finding)")
+                notices.append(f"{shown}: not checked: it is under `{shown_path(bad, src)}`, a directory "
+                               f"name with a dot, which Python cannot import from and the walk does not "
+                               f"enter (see its `not-scanned` finding)")
     return notices
 
 
 def _unwalked_directory(config: Config, src: str, path: str) -> str | None:
-    """The directory between a root package and `path` whose name is not an identifier (so it
-    is reported `not-scanned`, not walked), or None."""
+    """The directory between a root package and `path` whose name has a dot (the walk reports
+    it `not-scanned` and does not enter it: see `engine/discover.py`), or None."""
     rel = os.path.relpath(path, src).replace(os.sep, "/")
     parts = rel.split("/")
     if rel.startswith("../") or parts[0] not in config.root_packages:
         return None
     for i, part in enumerate(parts[1:-1], 1):
-        if not part.isidentifier():
+        if "." in part:
             return "/".join(parts[:i + 1])
     return None
 
