@@ -291,8 +291,8 @@ def _check(argv: list[str]) -> int:
     changes = False  # --diff: would it change something?
     human = args.format in ("concise", "text", "full") and not args.output_file
     if args.fix or args.diff:
-        from contracts.fix import RULE_ID as FIXED_RULE
         from contracts.fix import fix_findings
+        from contracts.fix.apply import FIXED_RULES
 
         fix_notes = False if args.quiet else (sys.stdout if human and args.fix else sys.stderr)
         clock = time.perf_counter()
@@ -340,7 +340,7 @@ def _check(argv: list[str]) -> int:
 
     if args.fix and human:
         # The fixer's own lines named what it left of its rule, with the reason; list the rest.
-        rest = [f for f in findings if f.rule != FIXED_RULE]
+        rest = [f for f in findings if f.rule not in FIXED_RULES]
         if rest and not args.quiet:
             _emit(_render(args, cfg, src, result, rest, [], quiet=True), None)
             print(f"{_plural(len(rest), 'finding')} of other rules remain; --fix does not repair them.")
