@@ -296,6 +296,8 @@ def _validate(q, k, q_weight, k_weight, eps) -> None:
     if k.dtype != q.dtype:
         raise ValueError(f"fused_parallel_qknorm: k must have q's dtype {q.dtype}, got {k.dtype}")
     for name, w, cols in (("q_weight", q_weight, q.shape[1]), ("k_weight", k_weight, k.shape[1])):
+        if not isinstance(w, torch.Tensor):
+            raise ValueError(f"fused_parallel_qknorm: {name} must be a torch.Tensor, got {type(w).__name__}")  # noqa: TRY004
         if w.shape != (cols,):
             raise ValueError(
                 f"fused_parallel_qknorm: {name} must have shape ({cols},), got {tuple(w.shape)}"

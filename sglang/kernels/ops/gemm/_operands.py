@@ -15,6 +15,9 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 def check_operands(op: str, x: torch.Tensor, weight: torch.Tensor, names=("x", "w")) -> None:
     """x [M, K] and weight [N, K]: 2-D, the same K, dtype and device; a supported dtype."""
     xn, wn = names
+    for name, t in ((xn, x), (wn, weight)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")  # noqa: TRY004
     if x.dim() != 2:
         raise ValueError(f"{op}: {xn} must be 2-D [M, K], got {tuple(x.shape)}")
     if weight.dim() != 2:
@@ -33,6 +36,8 @@ def check_operands(op: str, x: torch.Tensor, weight: torch.Tensor, names=("x", "
 
 def check_out(op: str, name: str, out: torch.Tensor, shape, dtype, device) -> None:
     """A caller-owned output: the expected shape, dtype and device (any strides)."""
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"{op}: {name} must be a torch.Tensor, got {type(out).__name__}")  # noqa: TRY004
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"{op}: {name} must have shape {tuple(shape)}, got {tuple(out.shape)}")
     if out.dtype != dtype:

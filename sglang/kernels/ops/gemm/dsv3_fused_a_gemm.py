@@ -148,6 +148,8 @@ def dsv3_fused_a_gemm(
     `output` (optional, [M, N], mat_a's dtype and device): written and returned.
     """
     op = "dsv3_fused_a_gemm"
+    if not isinstance(mat_b, torch.Tensor):
+        raise ValueError(f"{op}: mat_b must be a torch.Tensor, got {type(mat_b).__name__}")  # noqa: TRY004
     if mat_b.dim() != 2:
         raise ValueError(f"{op}: mat_b must be 2-D [K, N] (weight.T), got {tuple(mat_b.shape)}")
     # mat_b.T is the [N, K] weight, so the shared [M, K] x [N, K] checks apply.

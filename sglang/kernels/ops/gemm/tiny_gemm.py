@@ -193,6 +193,8 @@ def _tiny_gemm(op, x, w, out, out_dtype, split_n, max_m) -> torch.Tensor:
             raise ValueError(f"{op}: out_dtype must be bf16, fp16 or fp32, got {out_dtype}")
         out = torch.empty((m, n), dtype=out_dtype, device=x.device)
     else:
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(f"{op}: out must be a torch.Tensor or None, got {type(out).__name__}")  # noqa: TRY004
         if out_dtype is not None and out_dtype != out.dtype:
             raise ValueError(f"{op}: out_dtype {out_dtype} disagrees with out's {out.dtype}")
         if out.dtype not in _OUT_DTYPES:

@@ -296,6 +296,9 @@ def _prepare(op, input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_a
     if hidden % group_size:
         raise ValueError(f"{op}: the quantized width {hidden} must be a multiple of "
                          f"group_size={group_size} (input {tuple(input.shape)})")
+    for name, t in (("output_q", output_q), ("output_s", output_s), ("masked_m", masked_m)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise ValueError(f"{op}: {name} must be a torch.Tensor or None, got {type(t).__name__}")  # noqa: TRY004
     if masked_m is not None:
         if input.dim() != 3:
             raise ValueError(f"{op}: masked_m needs a 3-D [E, T, H] input, got {tuple(input.shape)}")

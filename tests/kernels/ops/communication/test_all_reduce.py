@@ -147,8 +147,10 @@ def test_compiles_fullgraph_without_a_graph_break():
         (lambda q, k, qw, kw: (q, k, qw[:-1], kw), "q_weight"),
         (lambda q, k, qw, kw: (q, k, qw, kw.to(torch.float16)), "k_weight"),
         (lambda q, k, qw, kw: (q[:, :0], k, qw[:0], kw), "q"),
+        (lambda q, k, qw, kw: (q, k, None, kw), "q_weight"),
     ],
-    ids=["q-3d", "k-rows", "k-dtype", "q-int", "q_weight-shape", "k_weight-dtype", "q-no-cols"],
+    ids=["q-3d", "k-rows", "k-dtype", "q-int", "q_weight-shape", "k_weight-dtype", "q-no-cols",
+         "q_weight-none"],
 )
 def test_rejects_bad_inputs(make_args, arg):
     args = _inputs(4, 16, 8, torch.float32)

@@ -114,6 +114,10 @@ def test_rejects_what_upstream_rejects(op):
         op(x[:4], w, torch.empty(4, 9, dtype=torch.bfloat16))
     with pytest.raises(ValueError, match="w must have K = 16"):
         op(x[:4], w[:, :15])
+    with pytest.raises(ValueError, match="out must be a torch.Tensor or None, got list"):
+        op(x[:4], w, [0.0])
+    with pytest.raises(ValueError, match="x must be a torch.Tensor, got list"):
+        op([[1.0]], w)
 
 
 def test_support_predicate():

@@ -189,6 +189,7 @@ def test_compiles_fullgraph_without_a_graph_break():
         (dict(output_q=torch.ones(2, 64, dtype=INT8), output_s=torch.ones(2, 3)),
          r"output_s must have shape \(2, 2\)"),
         (dict(masked_m=torch.ones(2, dtype=torch.int32)), "masked_m needs a 3-D"),
+        (dict(output_q=[0], output_s=torch.ones(2, 2)), "output_q must be a torch.Tensor or None"),
     ],
 )
 def test_rejects_bad_inputs(kwargs, match):
