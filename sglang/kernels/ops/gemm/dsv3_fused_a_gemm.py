@@ -15,7 +15,8 @@ walks K in BLOCK_K steps with an fp32 accumulator; every load and store is maske
 Differs from upstream: upstream's CUDA kernel takes bf16 only, 1 <= num_tokens <= 16, hd_in a
 multiple of 256 and hd_out a multiple of 16 (its tiles are compile-time); this Triton kernel
 masks its tiles, so it takes any M, N, K, fp16 and fp32 as well, and any strides of all three
-tensors. Everything upstream accepts gives upstream's result.
+tensors. On what upstream accepts, the result is upstream's up to the order of the fp32
+accumulation (one bf16 rounding step at most).
 """
 
 from __future__ import annotations
