@@ -1,14 +1,17 @@
 """Scan a tree once: which files to read with `ast`, which to give grimp's scanner, with cache.
 
-A rule only cares about files that can name what it checks. Any reference to a removed module
-`a.b.c` -- absolute, relative, `from a.b import c`, a string -- contains the text `c`; any import
-of a module under `pkg.kernels` from outside `pkg/kernels/` contains the text `kernels`. So every
-file is read (and counted as scanned), and only files that contain those words are parsed. Of a
-file that names a removed module, only the top-level statements around those lines are parsed
-with `ast` (`window.py`), once grimp's native scanner has parsed the whole file, so a syntax
-error anywhere in it is still reported. The graph is closed under imports: a module reached from
-the checked packages is scanned too, so chains through modules that never name them are followed
-(chains stop at the `stop` packages, whose imports a rule already reports at the first hop).
+A rule only cares about files that can name what it checks. Every file is read (and counted as
+scanned) and goes through one byte-level pass, `prefilter.py`: the root package's name and
+relative imports, each hit looked up by its name parts against the removed prefixes, so the cost
+does not grow with how many prefixes there are. Only the files with a line that may name a
+removed module are parsed with `ast`, and of those only the top-level statements around such
+lines (`window.py`), once grimp's native scanner has parsed the whole file, so a syntax error
+anywhere in it is still reported. Any import of a module under `pkg.kernels` from outside
+`pkg/kernels/` contains the text `kernels`: such files get their edges from grimp's scanner, on
+a second thread while this one reads and parses. The graph is closed under imports: a module
+reached from the checked packages is scanned too, so chains through modules that never name
+them are followed (chains stop at the `stop` packages, whose imports a rule already reports at
+the first hop).
 
 How much is rebuilt, cheapest first (the cache is `cache.py`):
 

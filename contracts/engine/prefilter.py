@@ -9,8 +9,8 @@ A reference to a module under a removed prefix `r.a.b` is, in the source text, o
   by implicit concatenation (`"r.a." "b.f"`, over several lines), or a package named by
   `importlib.import_module(".b", "r.a")`.
 
-Every such form holds the root package name `r` followed by a dot, or a `from` followed by a
-dot, so the file is searched for those words only (a literal search, at memory speed), and each
+Every such form holds the root package name `r` as a whole word, or a `from` followed by a dot,
+so the file is searched for those words only (a literal search, at memory speed), and each
 hit is looked up by its name parts in a `PrefixIndex`: the cost per file depends on how often
 the root package is named, not on how many prefixes there are. A hit that might be a reference
 makes its line hot; `ast` then reads only the top-level statements around the hot lines and

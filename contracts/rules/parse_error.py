@@ -7,10 +7,11 @@ nested too deeply for the parser, or is larger than the 4 MiB the tool parses. T
 where known, the line are given; the run goes on and checks everything else. (A file that
 cannot be read at all is `not-scanned`.)
 
-Which files are parsed: every file is read, and a file is parsed when its text (as Python
-decodes it, identifiers NFKC-normalized) contains a word a rule looks for -- the last part of a
-removed prefix, the name of the kernel package -- or when it lies in a package a rule checks.
-A syntax error in any other file cannot hide a finding, since that file names nothing checked.
+Which files are parsed: every file is read, and a file is parsed when a line of it may name a
+removed module (an import or a quoted dotted path under one, found by name parts on the text as
+Python decodes it, identifiers NFKC-normalized), when its text contains the name of the kernel
+package a rule checks, or when it lies in a package a rule checks. A syntax error in any other
+file cannot hide a finding, since that file names nothing checked.
 
 ## Why is this bad?
 An import in a file the tool cannot read is an import it cannot check: silence there would
