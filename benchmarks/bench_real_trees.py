@@ -246,7 +246,10 @@ def pick_changed(tree: str, n: int = 5) -> list[str]:
 
 
 def checker_findings(proc) -> dict:
-    data = json.loads(proc.stdout)
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        raise SystemExit(f"the checker printed no JSON (exit {proc.returncode}): {proc.stderr[-2000:]}") from None
     by_rule: dict[str, int] = {}
     for f in data["findings"]:
         by_rule[f["rule"]] = by_rule.get(f["rule"], 0) + 1

@@ -37,6 +37,7 @@ from contracts.engine.cache import RACY_SECONDS, Cache, content_digest
 from contracts.engine.discover import Discovery, SourceFile, discover
 from contracts.engine.files import NotRegular, TooLarge, read_lines, read_regular
 from contracts.engine.graph import Edge, EdgeScanner, is_plain_import, names_from_text, statement_names
+from contracts.engine.resolve import physical_lines
 from contracts.prefixes import PrefixIndex
 
 # A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
@@ -199,6 +200,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
     submitted: set[str] = set()
     batch: list[SourceFile] = []
     decoded: set[str] = set()
+    texts: dict[str, bytes] = {}
     for f in disc.files:
         entry = old_files.get(f.rel)
         if entry is not None and _unchanged(entry, f):
@@ -225,6 +227,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
             hot[f.rel] = lines
         if flags & DECODED:
             decoded.add(f.module)
+        if flags & GRAPH:
+            texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
         if flags & (AST | GRAPH):
             batch.append(f)  # its edges, or (AST only) grimp's check of the whole file's syntax
             if len(batch) >= _BATCH:
@@ -252,7 +256,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
                 rec[ERROR] = failed[f.module]
                 continue
             rec[EDGES] = edges.get(f.module, [])
-            rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index)
+            rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index, texts.pop(f.rel, None))
 
     for rel, rec in records.items():  # parsed by an earlier run that stopped half way
         if rec[FLAGS] & AST and rec[REFS] is None and rec[ERROR] is None and rel not in pending:
@@ -278,6 +282,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
     edges, failed = background.results()
     _rescan_unchecked(records, pending, done, by_rel, hot, plan, set(edges))
     store_edges(graph_files, edges, failed)
+    texts.clear()
 
     # Close the graph under imports from the checked packages.
     graph_set = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH}
@@ -471,7 +476,7 @@ def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int
     return scan_source(data, module, is_package, words, lines)
 
 
-def _names_for(f: SourceFile, edges, prefixes) -> dict | None:
+def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None) -> dict | None:
     needed = {}
     for imported, line, contents in edges:
         if line not in needed and "import" in contents and prefixes.longest_of(imported) is not None:
@@ -486,7 +491,7 @@ def _names_for(f: SourceFile, edges, prefixes) -> dict | None:
         names = names_from_text(contents)
         if names is None and not is_plain_import(contents):
             if lines is None:
-                lines = read_lines(f.path)
+                lines = read_lines(f.path) if text is None else physical_lines(text)
             names = statement_names(lines, line)
         out[line] = names
     return out
