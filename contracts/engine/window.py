@@ -104,25 +104,32 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
         return None
     offsets = list(itertools.accumulate(map(operator.add, map(len, lines), itertools.repeat(1)), initial=0))
 
+    # Statement starts, up to the first one after the last hot line (nothing after it matters):
+    # the strings and comments are tokenized only that far (often the file's import block).
     in_string = set()  # lines that begin inside a string
-    for m in _TOKENS.finditer(text):
-        start, end = m.span()
-        if end - start < 3:
-            continue  # `""`, `#`: no room for a line break
-        newlines = text.count("\n", start, end)
-        if newlines:
-            first = bisect.bisect_right(offsets, start) - 1
-            in_string.update(range(first + 1, first + newlines + 1))
-
+    tokens = _TOKENS.finditer(text)
+    token = next(tokens, None)
+    last_hot = hot[-1]
     starts = []
     previous = ""
     for m in _CANDIDATE.finditer(text):
-        n = bisect.bisect_right(offsets, m.start()) - 1
+        at = m.start()
+        while token is not None and token.start() < at:  # every string that can reach this line
+            start, end = token.span()
+            if end - start >= 3:  # (`""`, `#`: no room for a line break)
+                newlines = text.count("\n", start, end)
+                if newlines:
+                    first = bisect.bisect_right(offsets, start) - 1
+                    in_string.update(range(first + 1, first + newlines + 1))
+            token = next(tokens, None)
+        n = bisect.bisect_right(offsets, at) - 1
         line = lines[n]
         if n in in_string or (n and lines[n - 1].endswith("\\")) or _CLAUSE.match(line):
             continue
         if not previous.startswith("@"):  # a decorated `def` starts at its first decorator
             starts.append(n)
+            if n > last_hot:
+                break
         previous = line
 
     windows: list[list[int]] = []
