@@ -446,6 +446,164 @@ def _sconv_prefill_case(label, seqs, seq_len, dim, width):
     return Case("mamba.causal_conv1d", label, build, False, smoke=lambda d: build(d, 3, 5, 40, 4))
 
 
+def _hicache_all_layer_case(label, layers, tokens, heads, head_dim, slots):
+    def build(device, layers=layers, tokens=tokens, heads=heads, head_dim=head_dim, slots=slots):
+        import torch
+
+        from sglang.kernels.ops.kvcache import (
+            layer_pointer_table,
+            transfer_hicache_all_layer,
+            transfer_hicache_all_layer_ref,
+        )
+
+        row = heads * head_dim
+        pin = device != "cpu"
+        dev_k = torch.randn(layers, slots, row, device=device).to(torch.bfloat16)
+        dev_v = torch.randn(layers, slots, row, device=device).to(torch.bfloat16)
+        host_k = torch.zeros(layers, slots, row, dtype=torch.bfloat16, pin_memory=pin)
+        host_v = torch.zeros(layers, slots, row, dtype=torch.bfloat16, pin_memory=pin)
+        tables = [layer_pointer_table(t, device=device) for t in (host_k, host_v, dev_k, dev_v)]
+        src = torch.randperm(slots, device=device)[:tokens]
+        dst = torch.randperm(slots, device=device)[:tokens]
+        stride = row * 2
+        kw = dict(kv_cache_src_stride_bytes=stride, kv_cache_dst_stride_bytes=stride,
+                  element_size=stride)
+
+        def run():
+            transfer_hicache_all_layer(tables[0], tables[1], dst, tables[2], tables[3], src, **kw)
+
+        def ref():
+            transfer_hicache_all_layer_ref(host_k, host_v, dst, dev_k, dev_v, src)
+
+        def check():
+            run()
+            want_k, want_v = torch.zeros_like(host_k), torch.zeros_like(host_v)
+            transfer_hicache_all_layer_ref(want_k, want_v, dst, dev_k, dev_v, src)
+            assert torch.equal(host_k, want_k) and torch.equal(host_v, want_v)
+
+        return Run(run, ref, check, bytes_moved=2 * 2 * layers * tokens * stride)
+
+    return Case("kvcache.transfer_hicache_all_layer", label, build, False,
+                smoke=lambda d: build(d, 3, 5, 2, 8, 16))
+
+
+def _mamba_transfer_case(label, op, slots, layers, state_shape, n_items):
+    """Mamba state pages between a device pool (a tensor per layer) and a page-first host pool."""
+
+    def build(device, slots=slots, layers=layers, state_shape=state_shape, n_items=n_items):
+        import torch
+
+        from sglang.kernels.ops.kvcache import layer_pointer_table
+        from sglang.kernels.ops.mamba import (
+            transfer_kv_mamba_lf_pf,
+            transfer_kv_mamba_lf_pf_ref,
+            transfer_kv_mamba_pf_lf,
+            transfer_kv_mamba_pf_lf_ref,
+        )
+
+        pin = device != "cpu"
+        dev_layers = [torch.randn(slots, *state_shape, device=device).to(torch.bfloat16)
+                      for _ in range(layers)]
+        host = torch.randn(slots, layers, *state_shape).to(torch.bfloat16)
+        host = host.pin_memory() if pin else host
+        item = dev_layers[0][0].numel() * 2
+        dev_idx = torch.randperm(slots, device=device)[:n_items]
+        host_idx = torch.randperm(slots, device=device)[:n_items]
+        if op == "mamba.transfer_kv_mamba_lf_pf":  # back every layer up into host pages
+            table = layer_pointer_table(dev_layers)
+            args = (table, host, dev_idx, host_idx, item, item * layers, layers)
+
+            def run():
+                transfer_kv_mamba_lf_pf(*args)
+
+            def ref():
+                transfer_kv_mamba_lf_pf_ref(dev_layers, host, dev_idx, host_idx, item, item * layers,
+                                            layers)
+
+            def check():
+                got, want = host.clone(), host.clone()
+                transfer_kv_mamba_lf_pf(table, got, dev_idx, host_idx, item, item * layers, layers)
+                transfer_kv_mamba_lf_pf_ref(dev_layers, want, dev_idx, host_idx, item,
+                                            item * layers, layers)
+                assert torch.equal(got, want)
+
+            moved = 2 * n_items * item * layers
+        else:  # load one layer's items from host pages
+            dst = dev_layers[1]
+            args = (host, dst, host_idx, dev_idx, 1, item, item * layers)
+
+            def run():
+                transfer_kv_mamba_pf_lf(*args)
+
+            def ref():
+                transfer_kv_mamba_pf_lf_ref(*args)
+
+            def check():
+                got, want = dst.clone(), dst.clone()
+                transfer_kv_mamba_pf_lf(host, got, host_idx, dev_idx, 1, item, item * layers)
+                transfer_kv_mamba_pf_lf_ref(host, want, host_idx, dev_idx, 1, item, item * layers)
+                assert torch.equal(got, want)
+
+            moved = 2 * n_items * item
+        return Run(run, ref, check, bytes_moved=moved)
+
+    return Case(op, label, build, False, smoke=lambda d: build(d, 8, 3, (2, 5), 3))
+
+
+def _sconv_cache_case(label, seqs, seq_len, dim, width):
+    def build(device, seqs=seqs, seq_len=seq_len, dim=dim, width=width):
+        import torch
+
+        from sglang.kernels.ops.mamba import update_sconv_cache, update_sconv_cache_ref
+
+        n_tokens, slots = seqs * seq_len, 2 * seqs
+        x = torch.randn(n_tokens, dim, device=device).to(torch.bfloat16)
+        cache = torch.randn(slots, width - 1, dim, device=device).to(torch.bfloat16)
+        ci = torch.randperm(slots, device=device)[:seqs]
+        has_init = torch.arange(seqs, device=device) % 2 == 0
+        qsl = torch.arange(0, n_tokens + 1, seq_len, device=device, dtype=torch.int32)
+        work = cache.clone()
+
+        def check():
+            got, want = cache.clone(), cache.clone()
+            update_sconv_cache(x, got, ci, has_init, qsl)
+            update_sconv_cache_ref(x, want, ci, has_init, qsl)
+            assert torch.equal(got, want)
+
+        return Run(lambda: update_sconv_cache(x, work, ci, has_init, qsl),
+                   lambda: update_sconv_cache_ref(x, work, ci, has_init, qsl), check,
+                   bytes_moved=2 * seqs * (width - 1) * dim * 2 * 2)
+
+    return Case("mamba.update_sconv_cache", label, build, False, smoke=lambda d: build(d, 3, 5, 40, 4))
+
+
+def _token_table_prefill_case(label, reqs, per_req):
+    def build(device, reqs=reqs, per_req=per_req):
+        import torch
+
+        from sglang.kernels.ops.speculative import update_token_table, update_token_table_ref
+
+        ctx = 2 * per_req
+        table = torch.zeros(reqs, ctx, dtype=torch.int32, device=device)
+        rows = torch.randperm(reqs, device=device)
+        cols = torch.zeros(reqs, dtype=torch.int32, device=device)
+        lens = torch.full((reqs,), per_req, dtype=torch.int32, device=device)
+        tokens = torch.randint(0, 150_000, (reqs * per_req,), dtype=torch.int32, device=device)
+        ignore = tokens[:4].clone()
+        args = (tokens, table, rows, cols, lens, ignore)
+
+        def check():
+            got, want = table.clone(), table.clone()
+            update_token_table(tokens, got, rows, cols, lens, ignore)
+            update_token_table_ref(tokens, want, rows, cols, lens, ignore)
+            assert torch.equal(got, want)
+
+        return Run(lambda: update_token_table(*args), lambda: update_token_table_ref(*args), check,
+                   bytes_moved=2 * _nbytes(tokens))
+
+    return Case("speculative.update_token_table", label, build, False, smoke=lambda d: build(d, 3, 5))
+
+
 def _qknorm_case(label, tokens, q_dim, k_dim, tp):
     def build(device, tokens=tokens, q_dim=q_dim, k_dim=k_dim):
         import torch
@@ -505,12 +663,20 @@ def cases() -> list[Case]:
         _store_cache_case("Llama-3-8B 8 kv heads x 128, 64 tokens", 64, 8, 128, 65536),
         _store_cache_case("Llama-3-70B 8 kv heads x 128, 8192 tokens", 8192, 8, 128, 65536),
         _hicache_case("Llama-3-8B layer, 4096 tokens to host", 4096, 8, 128, 65536),
+        _hicache_all_layer_case("Llama-3-8B 32 layers, 1024 tokens to host", 32, 1024, 8, 128, 16384),
         _ngram_case("n-gram ids decode, batch 256", 256, True),
         _ngram_case("n-gram ids prefill, 4 x 4096 tokens", 4, False),
         _token_table_case("n-gram token table decode, batch 256", 256),
         # Inkling's short conv (W = 4) at decode, over a Llama-3-8B-wide hidden state.
         _sconv_decode_case("sconv decode W=4, 4096 channels, batch 64", 64, 4096, 4),
         _sconv_prefill_case("sconv prefill W=4, 4096 channels, 8 x 1024 tokens", 8, 1024, 4096, 4),
+        _sconv_cache_case("sconv cache update W=4, 4096 channels, 8 x 1024 tokens", 8, 1024, 4096, 4),
+        # Mamba2-style state (conv [4096, 3] bf16) of 48 layers, 64 requests paged to the host.
+        _mamba_transfer_case("mamba state backup, 48 layers x 64 items", "mamba.transfer_kv_mamba_lf_pf",
+                             256, 48, (4096, 3), 64),
+        _mamba_transfer_case("mamba state load, 1 layer x 64 items", "mamba.transfer_kv_mamba_pf_lf",
+                             256, 48, (4096, 3), 64),
+        _token_table_prefill_case("n-gram token table prefill, 8 x 2048 tokens", 8, 2048),
         # MiniMax-M2: 48 q heads and 8 kv heads of 128, TP 8 shards.
         _qknorm_case("MiniMax-M2 TP8 shard, 32 tokens", 32, 6144, 1024, 8),
         _qknorm_case("MiniMax-M2 TP8 shard, 8192 tokens", 8192, 6144, 1024, 8),
