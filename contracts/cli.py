@@ -298,7 +298,7 @@ def _check(argv: list[str]) -> int:
         clock = time.perf_counter()
         with progress.phase("fixing" if args.fix else "computing the diff"):
             outcome = fix_findings(cfg, src, result, write=args.fix, out=sys.stdout, notes=fix_notes,
-                                   verify_against=args.verify_against)
+                                   verify_against=args.verify_against, named=args.paths)
             if args.fix and outcome.fixed:
                 # What is left is what a fresh check of the rewritten tree finds (a rewrite can
                 # move lines, and the new import is checked by every contract).

@@ -98,8 +98,10 @@ def replace_in_dir(dir_fd: int, name: str, data: bytes, mode: int = 0o600, fsync
 
     The temporary file is created beside it (`O_EXCL | O_NOFOLLOW`, a name no other run uses) and
     renamed over `name` relative to the same descriptor: a directory swapped for a symlink after
-    it was opened cannot redirect the write. `before_rename(tmp_fd)` runs last (the caller's final
-    checks; it raises to abort). Raises OSError; `name` is then untouched.
+    it was opened cannot redirect the write. `before_rename(tmp_fd, tmp_name)` runs last (the
+    caller's final checks; it raises to abort, or returns True when it has put the file in place
+    itself, by an exchange: `tmp_name` then holds the old file, which is removed). Raises
+    OSError; `name` is then untouched.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | _CLOEXEC
     for _ in range(100):
@@ -119,11 +121,13 @@ def replace_in_dir(dir_fd: int, name: str, data: bytes, mode: int = 0o600, fsync
             os.fchmod(fd, stat.S_IMODE(mode))
             if fsync:
                 os.fsync(fd)
-            if before_rename is not None:
-                before_rename(fd)
+            done = before_rename(fd, tmp) if before_rename is not None else False
         finally:
             os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if done:
+            os.unlink(tmp, dir_fd=dir_fd)
+        else:
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
             os.unlink(tmp, dir_fd=dir_fd)

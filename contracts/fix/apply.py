@@ -17,6 +17,7 @@ from contracts.fix.rewrite import NameTargets
 from contracts.fix.source import fix_source
 from contracts.fix.syntax import LINE_RE
 from contracts.fix.verify import Verifier
+from contracts.fix.write import Refused, open_for_fix, replace, writable_roots
 
 RULE_ID = "removed-module"  # the rule whose findings this fixes (`contracts.rules.removed_module`)
 # ... and the rules of `missing_imports`, whose replacement is the unique module that defines
@@ -72,13 +73,14 @@ def apply_fixes(cfg, src: str, result, write: bool, out=None, verify_against: st
 
 
 def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff: bool = True,
-                 verify_against: str | None = None) -> FixRun:
+                 verify_against: str | None = None, named: list[str] | None = None) -> FixRun:
     """Fix (write=True) or show as a unified diff (write=False, `diff`) every fixable
     `removed-module` finding of `result`. Prints one line per rewritten file and per finding
     left, then a summary, to `notes` (default: `out` when writing, stderr for a diff, whose
     stdout is the patch alone; False: nowhere). With `verify_against` (a tree: a directory, a
     wheel or name==version), a rewrite whose import would not resolve there is reported and
-    not made."""
+    not made. Files are read and written only through `write.py`: under the root packages, the
+    importer paths, or `named` (the PATHs given)."""
     out = out if out is not None else sys.stdout
     if notes is None:
         notes = out if write else sys.stderr
@@ -94,6 +96,7 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
             by_path.setdefault(f.path, []).append(f)
     left = run.left
     seen: set[str] = set()
+    allowed, refused = writable_roots(src, cfg.root_packages, _importer_files(cfg, src, named))
     for rel in sorted(by_path):
         path = os.path.join(src, *rel.split("/"))
         if os.path.realpath(path) in seen:
@@ -104,26 +107,34 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         is_package = rel.rsplit("/", 1)[-1] == "__init__.py"
         findings = sorted(by_path[rel])
         try:
-            st = os.stat(path)
-            with open(path, "rb") as fh:
-                data = fh.read()
+            snap = open_for_fix(path, allowed, refused)
         except OSError as e:
-            left.extend((f, f"cannot read the file: {e.strerror or e}") for f in findings)
+            reason = str(e) if isinstance(e, Refused) else f"cannot read the file: {e.strerror or e}"
+            left.extend((f, reason) for f in findings)
+            if notes:
+                for f in findings:
+                    print(f"{shown}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
             continue
-        outcome = fix_source(data, findings[0].importer, is_package, findings, removed, path,
-                             names=targets, verifier=verifier)
-        if outcome.new is not None:
-            if write:
+        data = snap.data
+        try:
+            outcome = fix_source(data, findings[0].importer, is_package, findings, removed, path,
+                                 names=targets, verifier=verifier)
+            if outcome.new is not None and write:
                 try:
-                    write_atomic(path, outcome.new, st)
+                    replace(snap, outcome.new)
+                except Refused as e:
+                    outcome.unfixable = [(f, str(e)) for f in outcome.fixed] + outcome.unfixable
+                    outcome.fixed = []
                 except OSError as e:
                     reason = f"cannot write the file ({e.strerror or e}); left unchanged"
                     outcome.unfixable = [(f, reason) for f in outcome.fixed] + outcome.unfixable
                     outcome.fixed = []
-            else:
-                run.edits[rel] = (data, outcome.new)
-                if diff:
-                    out.write(_diff(shown, data, outcome.new))
+        finally:
+            snap.close()
+        if outcome.new is not None and not write:
+            run.edits[rel] = (data, outcome.new)
+            if diff:
+                out.write(_diff(shown, data, outcome.new))
         if outcome.fixed:
             run.fixed.extend(outcome.fixed)
             run.files += 1
@@ -142,6 +153,18 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
     return run
 
 
+def _importer_files(cfg, src: str, named) -> list[str]:
+    """The files outside the root packages that may be fixed: those `importer_paths` names, and
+    the `.py` files named on the command line."""
+    files = [os.path.abspath(p) for p in named or () if p.endswith(".py") and os.path.isfile(p)]
+    if getattr(cfg, "importer_paths", ()):
+        from contracts.engine.importers import Layout, importer_files
+
+        inside = [os.path.join(src, r) for r in cfg.root_packages]
+        files += importer_files(Layout(cfg.base, tuple(cfg.exclude), tuple(cfg.importer_paths)), inside)[0]
+    return files
+
+
 def line_edits(old: bytes, new: bytes) -> list[tuple[int, int, str]]:
     """The changed line ranges of a rewrite: (first line, line after the last, new text), with
     1-based line numbers of `old` (what SARIF's `fixes` and editors apply)."""
@@ -151,8 +174,15 @@ def line_edits(old: bytes, new: bytes) -> list[tuple[int, int, str]]:
             for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
+def _one_line(name: str) -> str:
+    """A file name fit for a diff header: a newline (or any control character) in it is written
+    as its escape, so it cannot end the header and start lines of its own."""
+    return name if name.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
 def _diff(rel: str, old: bytes, new: bytes) -> str:
     old_text, new_text = _decode(old), _decode(new)
+    rel = _one_line(rel)
     old_name, new_name = (rel, rel) if os.path.isabs(rel) else (f"a/{rel}", f"b/{rel}")
     lines = difflib.unified_diff(LINE_RE.findall(old_text), LINE_RE.findall(new_text), old_name, new_name)
     text = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"

@@ -334,19 +334,30 @@ def test_rewrite_is_not_written_when_it_would_not_compile(tree, capsys):
     assert "the rewritten file would not compile (SyntaxError: 'return' outside function" in capsys.readouterr().out
 
 
-def test_write_is_atomic_and_keeps_permission_bits(tree, capsys, monkeypatch):
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2-exchange", "rename"])
+def test_write_is_atomic_and_keeps_permission_bits(tree, capsys, monkeypatch, exchange):
+    from contracts.fix import write
+
     root = tree({CASE: "from pkg.jit_kernel.hicache import a\n"})
     os.chmod(root / CASE, 0o640)
     calls = []
-    real_rename = os.rename
+    if not exchange:
+        monkeypatch.setattr(write, "_EXCHANGE", None)
+    real_exchange, real_rename = write._exchange, os.rename
 
-    def spy(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+    def spy_exchange(dir_fd, a, b):
+        calls.append((os.readlink(f"/proc/self/fd/{dir_fd}"), True, a, os.stat(a, dir_fd=dir_fd).st_mode, b))
+        return real_exchange(dir_fd, a, b)
+
+    def spy_rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
         # relative to the directory's descriptor, both sides: a swapped directory cannot redirect it
         calls.append((os.readlink(f"/proc/self/fd/{src_dir_fd}"), src_dir_fd == dst_dir_fd, src,
                       os.stat(src, dir_fd=src_dir_fd).st_mode, dst))
         real_rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
-    monkeypatch.setattr(os, "rename", spy)
+    if exchange:
+        monkeypatch.setattr(write, "_exchange", spy_exchange)
+    monkeypatch.setattr(os, "rename", spy_rename)
     assert _fix(root) == 0
     [(directory, same_fd, temp_name, mode, target)] = calls
     assert directory == str((root / CASE).parent) and same_fd
@@ -356,13 +367,19 @@ def test_write_is_atomic_and_keeps_permission_bits(tree, capsys, monkeypatch):
     assert [p.name for p in (root / CASE).parent.iterdir() if "case" in p.name] == ["case.py"]
 
 
-def test_failed_write_leaves_original_and_is_reported(tree, capsys, monkeypatch):
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2-exchange", "rename"])
+def test_failed_write_leaves_original_and_is_reported(tree, capsys, monkeypatch, exchange):
+    from contracts.fix import write
+
     source = "from pkg.jit_kernel.hicache import a\n"
     root = tree({CASE: source})
+    if not exchange:
+        monkeypatch.setattr(write, "_EXCHANGE", None)
 
-    def fail(src, dst, **kw):
+    def fail(*args, **kw):
         raise OSError(28, "No space left on device")
 
+    monkeypatch.setattr(write, "_exchange", fail)
     monkeypatch.setattr(os, "rename", fail)
     assert _fix(root) == 1
     out = capsys.readouterr().out
