@@ -120,7 +120,7 @@ def open_for_fix(path: str, allowed: list[str], refused: dict[str, str] | None =
     top = next((t for t in sorted(allowed, key=len, reverse=True) if _inside(real, t)), None)
     if top is None:
         why = next(iter((refused or {}).values()), None)
-        raise Refused(why or f"`{real}` is outside the root packages and the importer paths; not rewritten")
+        raise Refused(why or f"`{real}` is outside the root packages and the importer paths; left unchanged")
     directory, name = os.path.split(real)
     if real == top:  # an importer file named itself, or a root module `pkg.py`
         base, parts = directory, []
@@ -142,7 +142,7 @@ def open_for_fix(path: str, allowed: list[str], refused: dict[str, str] | None =
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
-            raise Refused("not a regular file; not rewritten")
+            raise Refused("not a regular file; left unchanged")
         try:
             data = read_fd(fd, st, limit)
         except BaseException:
@@ -167,7 +167,7 @@ def _unchanged(snap: Snapshot) -> bool:
     return os.pread(snap.fd, len(snap.data) + 1, 0) == snap.data
 
 
-CHANGED = "changed while it was being fixed; left as it is (the change kept), run again"
+CHANGED = "changed while it was being fixed; left unchanged (the change kept), run again"
 
 
 def _copy_attributes(snap: Snapshot, tmp_fd: int) -> None:
@@ -176,7 +176,7 @@ def _copy_attributes(snap: Snapshot, tmp_fd: int) -> None:
         os.fchown(tmp_fd, st.st_uid, st.st_gid)
     except OSError:
         raise Refused(f"owned by uid {st.st_uid} gid {st.st_gid}, which this user cannot give the "
-                      f"rewritten file; not rewritten") from None
+                      f"rewritten file; left unchanged") from None
     os.fchmod(tmp_fd, stat.S_IMODE(st.st_mode))  # after fchown, which clears setuid/setgid
     if not hasattr(os, "listxattr"):
         return
@@ -191,7 +191,7 @@ def _copy_attributes(snap: Snapshot, tmp_fd: int) -> None:
             os.setxattr(tmp_fd, attr, os.getxattr(snap.fd, attr))
         except OSError as e:
             raise Refused(f"its extended attribute `{attr}` cannot be kept ({e.strerror or e}); "
-                          f"not rewritten") from None
+                          f"left unchanged") from None
 
 
 def replace(snap: Snapshot, new: bytes) -> None:
@@ -199,7 +199,7 @@ def replace(snap: Snapshot, new: bytes) -> None:
     st = snap.st
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(
             snap.name, os.W_OK, dir_fd=snap.dir_fd):
-        raise Refused(f"{snap.path} is read-only; not rewritten")
+        raise Refused(f"{snap.path} is read-only; left unchanged")
     if st.st_nlink > 1:
         raise Refused(f"has {st.st_nlink} hard links: a rewrite would split it from the others; "
                       f"fix it by hand (or break the links first)")

@@ -68,7 +68,7 @@ def test_an_edit_saved_in_place_while_fixing_is_kept_and_reported(tree, monkeypa
     _hook(monkeypatch, lambda path: path.write_bytes(edit))
     assert _fix(root) == 1
     assert (root / CASE).read_bytes() == edit
-    assert "changed while it was being fixed; left as it is (the change kept)" in capsys.readouterr().out
+    assert "changed while it was being fixed; left unchanged (the change kept)" in capsys.readouterr().out
 
 
 def test_an_edit_saved_by_rename_while_fixing_is_kept_and_reported(tree, monkeypatch, capsys, mode):
