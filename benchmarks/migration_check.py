@@ -147,7 +147,10 @@ def main(argv=None) -> int:
     print(f"removed-module findings before: {len(findings)} ({len(findings) - len(strings)} imports, "
           f"{len(strings)} string targets)")
     fixed = _cli("--config", config, "--src", tree, "--fix", "--verify-against", after, cwd=work)
-    print(f"--fix --verify-against: {fixed.stdout.strip().splitlines()[-1]}")
+    print(f"--fix --verify-against: {_summary(fixed.stdout)}")
+    for line in fixed.stdout.splitlines():
+        if " removed-module " not in line and ": not auto-fixable: " not in line and line.startswith(tree):
+            print(f"  other rule: {line.split(tree + os.sep, 1)[-1]}")
     left = [line for line in fixed.stdout.splitlines() if ": not auto-fixable: " in line]
     string_keys = {(os.path.realpath(os.path.join(work, f["path"])), f["line"], f["col"]) for f in strings}
     left_strings = sum(1 for line in left if _where(line, work) in string_keys)
@@ -157,7 +160,7 @@ def main(argv=None) -> int:
     for line in left:
         print(f"  left: {line.split(tree + os.sep, 1)[-1]}")
     again = _cli("--config", config, "--src", tree, "--fix", cwd=work)
-    print(f"second --fix: {again.stdout.strip().splitlines()[-1]}")
+    print(f"second --fix: {_summary(again.stdout)}")
 
     changed = []
     for dirpath, _, files in os.walk(tree):
@@ -219,6 +222,11 @@ def main(argv=None) -> int:
     for line in problems:
         print(f"  problem: {line}")
     return 1 if problems else 0
+
+
+def _summary(stdout: str) -> str:
+    """The fixer's summary line (`Fixed N imports in M files...`)."""
+    return next((line for line in stdout.splitlines() if line.startswith("Fixed ")), stdout.strip()[-300:])
 
 
 def _where(line: str, cwd: str) -> tuple:

@@ -5,7 +5,8 @@ one checked. Each may be given as
 
 - a directory that contains the top-level package(s) (`site-packages`, an unpacked wheel, a
   checkout's `python/`);
-- a wheel file (`.whl`): its `.py`/`.pyi` files are unpacked into a temporary directory;
+- a wheel file (`.whl`): its `.py`/`.pyi` files are unpacked into a temporary directory (its
+  extension modules as empty files: only their existence is read);
 - `name==version`: fetched with `pip download --no-deps` into a temporary directory, then
   unpacked as a wheel. Without network (or without that release) it is a usage error that says
   what pip said; pip's own settings apply (`PIP_INDEX_URL`, `PIP_FIND_LINKS`, `pip.conf`).
@@ -28,6 +29,7 @@ from contracts.errors import UsageError
 
 _REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 _SOURCE_SUFFIXES = (".py", ".pyi")
+_EXTENSION_SUFFIXES = (".so", ".pyd")  # unpacked empty: only their existence is ever read
 PIP_TIMEOUT_S = 300  # a large wheel on a slow link; a hung pip is stopped, not waited on forever
 _MAX_MEMBER_BYTES = 64 * 1024 * 1024  # no real source file is this large: a zip bomb is refused
 
@@ -72,15 +74,19 @@ def unpack_wheel(path: str, option: str) -> str:
         with zipfile.ZipFile(path) as z:
             for info in z.infolist():
                 name = info.filename
-                if info.is_dir() or not name.endswith(_SOURCE_SUFFIXES):
+                if info.is_dir() or not name.endswith(_SOURCE_SUFFIXES + _EXTENSION_SUFFIXES):
                     continue
                 parts = name.split("/")
                 # A member that climbs out (`../x.py`, `/etc/x.py`) is not part of the package.
                 if name.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in name:
                     continue
+                target = os.path.join(out, *parts)
+                if name.endswith(_EXTENSION_SUFFIXES):
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    open(target, "wb").close()
+                    continue
                 if info.file_size > _MAX_MEMBER_BYTES:
                     continue
-                target = os.path.join(out, *parts)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 with z.open(info) as src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst)

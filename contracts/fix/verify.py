@@ -2,15 +2,19 @@
 
 TREE is a directory that contains the top-level packages, a wheel, or `name==version` (see
 `contracts.engine.trees`). Each rewrite is checked before it is made: `import new.mod` needs the
-module; `from new.mod import a, b` needs the module and each name bound in it (defined, imported,
-re-exported, or a submodule; `contracts.engine.index`); a string target `new.mod:attr` or
-`new.mod.attr` needs the module and the attribute. A rewrite that fails is reported with the
+module (a `.py` file, a package or namespace directory, a `.pyi` stub, an extension module);
+`from new.mod import a, b` needs the module and each name bound in it (`contracts.engine.bindings`:
+defined, imported, re-exported through a star import, or a submodule); a string target
+`new.mod:attr` or `new.mod.attr` needs the module and the attribute. A name the index cannot
+settle either way (an extension module, a module-level `__getattr__`, `globals()` writes) passes:
+it may resolve at run time, and nothing says it does not. A rewrite that fails is reported with the
 reason and not made. Nothing in TREE is imported.
 """
 
 from __future__ import annotations
 
-from contracts.engine.index import TreeIndex
+from contracts.engine.bindings import ModuleIndex
+from contracts.engine.discover import discover
 from contracts.engine.trees import open_tree, top_level_names
 from contracts.errors import UsageError
 
@@ -23,11 +27,14 @@ class Verifier:
         if not roots:
             raise UsageError(f"{option} {spec}: holds no Python package or module to check the rewrites "
                              f"against (name the directory that contains the packages)")
-        self.index = TreeIndex(directory, roots)
+        found = discover(directory, roots)
+        self.index = ModuleIndex(directory, found)
+        # No text pass read these files: settle each module from its whole `ast` (star imports too).
+        self.index.unsure = set(found.by_module)
 
     def module(self, module: str) -> str | None:
         """None when `module` exists in TREE, else why not."""
-        if self.index.has_module(module):
+        if self.index.exists(module):
             return None
         return f"`{module}` does not exist in {self.spec}"
 
@@ -36,7 +43,7 @@ class Verifier:
         why = self.module(module)
         if why is not None:
             return why
-        lacking = [n for n in names if n != "*" and not self.index.binds(module, n)]
+        lacking = [n for n in names if n != "*" and self.index.binds(module, n) is False]
         if lacking:
             shown = ", ".join(f"`{n}`" for n in lacking)
             return f"`{module}` in {self.spec} has no {shown}"
@@ -50,7 +57,7 @@ class Verifier:
         parts = text.split(".")
         for i in range(len(parts), 0, -1):
             module = ".".join(parts[:i])
-            if self.index.has_module(module):
+            if self.index.exists(module):
                 if i == len(parts):
                     return None
                 return self.names(module, [parts[i]])

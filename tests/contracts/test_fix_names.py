@@ -234,6 +234,21 @@ def test_verify_against_takes_a_wheel(app, tmp_path):
     assert code == 1
 
 
+def test_verify_against_a_wheel_knows_its_extension_modules(app, tmp_path):
+    import zipfile
+
+    wheel = tmp_path / "dep-2.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for rel, text in AFTER.items():
+            z.writestr(rel, text)
+        z.writestr("dep/ops/fast.cpython-311-x86_64-linux-gnu.so", b"\x7fELF" + b"\0" * 64)
+    root = app("from dep.old.fast import kernel\n", config=CONFIG + "    dep.old.fast -> dep.ops.fast\n")
+    code, out = run(root, "--fix", "--verify-against", str(wheel))
+    # A compiled module exists; what it binds cannot be read, so nothing says `kernel` is missing.
+    assert (root / CASE).read_text() == "from dep.ops.fast import kernel\n"
+    assert code == 0, out
+
+
 def test_verify_against_takes_name_version_from_a_local_index(app, tmp_path):
     import os
     import subprocess
