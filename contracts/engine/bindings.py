@@ -297,11 +297,19 @@ class ModuleIndex:
             self._bindings[module] = result
         return self._bindings[module]
 
-    def _column_0_imports(self, module: str) -> set[str]:
+    def _column_0(self, module: str) -> set[str]:
+        """Names `module`'s `.py` binds on a line of their own at column 0: `def`, `class`,
+        `name = ...` (the text index `index.py` keeps for derive-map) and column-0 imports. One
+        pass over the text per module, however many names are asked of it."""
         found = self._import_bound.get(module)
         if found is None:
-            found = self._import_bound[module] = {
-                name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
+            from contracts.engine.index import _NAME_RE
+
+            found = {name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
+            text = self.text(module)
+            if text is not None:
+                found.update((a or b).decode("utf-8", "replace") for a, b in _NAME_RE.findall(text))
+            self._import_bound[module] = found
         return found
 
     def binds(self, module: str, name: str, internal=lambda m: True, _seen=None) -> bool | None:
@@ -324,11 +332,10 @@ class ModuleIndex:
         sources = [s for s in (self.text(module), self.stub_text(module)) if s is not None]
         if not sources:
             return False  # a namespace directory binds nothing but its submodules
+        if name in self._column_0(module):
+            return True
         word = name.encode()
         present = [s for s in sources if word in s and next(_occurrences(s, word), None) is not None]
-        if present and (name in self._column_0_imports(module)
-                        or any(defined_at_column_0(s, name) for s in present)):
-            return True
         if any(marker in s for s in sources for marker in _DYNAMIC):
             return None
         # Parse it all when the text pass did not read all of it (or there is a stub).
@@ -396,7 +403,7 @@ class ModuleIndex:
         text = self.text(module)
         if text is None:
             return False
-        if defined_at_column_0(text, name):
+        if name in self._column_0(module) and defined_at_column_0(text, name):
             return True
         if not _indented_definition(text, name):
             return False
