@@ -8,8 +8,9 @@ every file's import statements are read here from the text, at the places where 
 report. This pass is a filter: what it reads as a statement may be prose in a docstring (the
 `ast` pass then finds nothing there), and what it cannot read with certainty -- a statement after
 `;` or `:` on the same line, a backslash continuation before the keyword, a relative
-`importlib.import_module(".x", ...)`, a lone carriage return -- marks the file `unsure`, so that
-the caller parses it whole. It never drops a statement silently.
+`importlib.import_module(".x", ...)` -- is returned as an `unsure` line, so that the caller
+parses the statements around it with `ast` (a lone carriage return: the whole file). It never
+drops a statement silently.
 
 Only statements that can name a module under the wanted roots are read in full (relative ones,
 and absolute ones starting with a root name); the others are recognized and skipped. Identical
@@ -39,6 +40,7 @@ _DOTTED = re.compile(rb"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 _LITERAL = re.compile(rb"""(["'])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?)\1""")
 MAX_STATEMENT_LINES = 200
 UNSURE = "unsure"
+WHOLE_FILE = [0]  # `read`'s answer when no line can be trusted (a lone carriage return)
 
 
 @dataclass(frozen=True)
@@ -68,18 +70,19 @@ class StatementReader:
         self.roots = tuple(r.encode() for r in roots)
         self._seen: dict[bytes, object] = {}
 
-    def read(self, data: bytes) -> tuple[list[Statement], bool]:
-        """(statements, unsure) of one file. `unsure`: something may be an import statement this
-        pass cannot read; parse the file with `ast`."""
+    def read(self, data: bytes) -> tuple[list[Statement], list[int]]:
+        """(statements, unsure) of one file. `unsure`: the lines (1-based, ascending) where
+        something may be an import statement this pass cannot read, for `ast` to parse the
+        statements around them; `WHOLE_FILE` when the whole file must be parsed."""
         # The bytes as they are: a non-ASCII character in a statement makes it unreadable here
         # (UNSURE), so NFKC-normalized identifiers go to `ast`. A declared encoding is decoded.
         hay = data if declared_encoding(data) is None else searchable(data)
         if b"\r" in hay:
             hay = hay.replace(b"\r\n", b"\n")
             if b"\r" in hay:  # a lone CR ends a line for Python, not for this pass
-                return [], True
+                return [], WHOLE_FILE
         out: list[Statement] = []
-        unsure = False
+        unsure: set[int] = set()
         seen = self._seen
         covered = -1  # the offset up to which the statement read last extends
         line, counted = 1, 0
@@ -89,7 +92,7 @@ class StatementReader:
             nxt = pos + 6
             if pos <= covered or (pos and hay[pos - 1] in _WORD) or (nxt < n and hay[nxt] in _WORD):
                 if hay.startswith(b"_module", nxt) and _relative_import_module(hay, nxt + 7):
-                    unsure = True
+                    unsure.add(hay.count(b"\n", 0, pos) + 1)
                 pos = hay.find(b"import", nxt)
                 continue
             start = hay.rfind(b"\n", 0, pos) + 1
@@ -101,15 +104,15 @@ class StatementReader:
             parsed = seen.get(key)
             if parsed is None:
                 parsed = seen[key] = self._parse_line(text, pos - start)
+            line += hay.count(b"\n", counted, start)
+            counted = start
             if start >= 2 and hay[start - 2] == 92:  # continued from the line before (a backslash)
-                unsure = True
+                unsure.add(line)
             if parsed is False:  # not a statement here; another `import` may follow on the line
                 pos = hay.find(b"import", nxt)
                 continue
-            line += hay.count(b"\n", counted, start)
-            counted = start
             if parsed is UNSURE:
-                unsure = True
+                unsure.add(line)
             elif type(parsed) is tuple:
                 kind, level, module, names, bound = parsed
                 out.append(Statement(line, kind, module, names, level,
@@ -117,14 +120,14 @@ class StatementReader:
             elif parsed is not True:  # continued on the next lines
                 stmt, eol = self._continued(hay, start, pos, line)
                 if stmt is None:
-                    unsure = True
+                    unsure.add(line)
                 elif stmt is not True:
                     out.append(stmt)
             covered = eol
             pos = hay.find(b"import", eol)
         if self.roots:
-            unsure |= self._strings(hay, out)
-        return out, unsure
+            self._strings(hay, out)
+        return out, sorted(unsure)
 
     def _parse_line(self, text: bytes, at: int):
         """What the line `text` (with the keyword at `at`) is: False (no statement), True (a
@@ -217,9 +220,8 @@ class StatementReader:
             return b" ".join(parts), max(eol - 1, 0)
         return None, at
 
-    def _strings(self, hay: bytes, out: list[Statement]) -> bool:
-        """Append the string targets under the roots; True when a relative `import_module` is seen."""
-        unsure = False
+    def _strings(self, hay: bytes, out: list[Statement]) -> None:
+        """Append the string targets under the roots."""
         for quote in (b'"', b"'"):
             for root in self.roots:
                 needle = quote + root + b"."
@@ -234,7 +236,6 @@ class StatementReader:
                         elif _called(hay, pos):
                             out.append(Statement(hay.count(b"\n", 0, pos) + 1, "importlib", module, ()))
                     pos = hay.find(needle, pos + 1)
-        return unsure
 
 
 def _plain(rest: bytes) -> bool:

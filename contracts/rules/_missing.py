@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
 from contracts.engine.bindings import ModuleIndex
-from contracts.engine.import_lines import StatementReader
+from contracts.engine.import_lines import WHOLE_FILE, StatementReader
 from contracts.engine.model import Model
 from contracts.engine.resolve import is_under, resolve_relative
 from contracts.findings import Finding
@@ -54,7 +54,7 @@ class _Analysis:
         model = self.model
         texts = model.texts
         reader = StatementReader(tuple(sorted({p.split(".", 1)[0] for p in self.packages})))
-        statements, unsure = {}, set()
+        statements, unsure = {}, {}
         readable = []
         for f in model.discovery.files:
             data = texts.get(f.rel)
@@ -67,18 +67,20 @@ class _Analysis:
             found, doubt = reader.read(data)
             statements[f.module] = found
             if doubt:
-                unsure.add(f.module)
+                unsure[f.module] = doubt
             readable.append(f)
         index = self.index = ModuleIndex(model.src, model.discovery, texts, statements)
-        index.unsure = unsure
+        index.unsure = set(unsure)
         out: list[Finding] = []
         for f in readable:
-            if f.module in unsure:
+            doubt = unsure.get(f.module, ())
+            if doubt is WHOLE_FILE:
                 out.extend(self._exact(f, texts[f.rel], None))
-            else:
-                lines = self._suspect_lines(f, statements[f.module])
-                if lines:
-                    out.extend(self._exact(f, texts[f.rel], lines))
+                continue
+            # The suspects, and the lines the text pass could not read (parsed around them).
+            lines = sorted({*self._suspect_lines(f, statements[f.module]), *doubt})
+            if lines:
+                out.extend(self._exact(f, texts[f.rel], lines))
         return sorted(set(out))
 
     def _suspect_lines(self, f, stmts) -> list[int]:

@@ -367,3 +367,18 @@ def test_a_star_import_brings_a_private_name_listed_in_all(missing_tree):
                          "pkg/user.py": "from pkg.shim import _helper\n"})
     _, data = run_json(root)
     assert not [f for f in data["findings"] if f["path"] == "pkg/user.py"]
+
+
+def test_statements_the_text_pass_cannot_read_are_parsed(missing_tree):
+    padding = "".join(f"def filler_{i}():\n    return {i}\n\n" for i in range(400))  # windowed, not whole
+    user = (padding + "import os; import pkg.gone_semicolon\n"
+            "if os: from pkg.gone_colon import thing\n"
+            "from pkg.bindings \\\n    import not_there\n"
+            "import importlib\n"
+            "importlib.import_module('.gone_relative', 'pkg')\n")
+    root = missing_tree({"pkg/user.py": user, "pkg/cr.py": "import os\rimport pkg.gone_cr\r"})
+    _, data = run_json(root)
+    found = {(f["path"], f["imported"]) for f in data["findings"]}
+    assert {("pkg/user.py", "pkg.gone_semicolon"), ("pkg/user.py", "pkg.gone_colon"),
+            ("pkg/user.py", "pkg.bindings.not_there"), ("pkg/user.py", "pkg.gone_relative"),
+            ("pkg/cr.py", "pkg.gone_cr")} <= found
