@@ -25,6 +25,7 @@ that NFKC normalization changes) do not come here: they take the word search in 
 
 from __future__ import annotations
 
+import codecs
 import re
 
 from contracts.engine.graph import names_from_text
@@ -112,8 +113,8 @@ class RemovedPrefilter:
         if b"from" in data:
             for m in _RELATIVE.finditer(data):
                 start = m.start()
-                if start and data[start - 1] in _WORD:
-                    continue
+                if start and data[start - 1] in _WORD and _line_start(data, start) != start:
+                    continue  # `xfrom .`; but a BOM's last byte before the first `from` is no word
                 if self._relative_hot(data, start, module, is_package):
                     hits.append(start)
         return _line_numbers(data, hits)
@@ -121,7 +122,7 @@ class RemovedPrefilter:
     def _from_names_hot(self, data: bytes, start: int, base: str) -> bool:
         """Is the ancestor `base` at `start` the module of `from base import names` with one of
         the names under a prefix (or names that cannot be read off the line)?"""
-        line_start = data.rfind(b"\n", 0, start) + 1
+        line_start = _line_start(data, start)
         head = data[line_start:start].decode("utf-8", "replace")
         m = _FROM_TAIL.search(head)
         if m is None:
@@ -137,7 +138,7 @@ class RemovedPrefilter:
         return any(index.longest_of(f"{base}.{n}") is not None for n in names if n != "*")
 
     def _relative_hot(self, data: bytes, start: int, module: str, is_package: bool) -> bool:
-        line_start = data.rfind(b"\n", 0, start) + 1
+        line_start = _line_start(data, start)
         head = data[line_start:start].decode("utf-8", "replace")
         if head.strip(" \t\f"):
             # `if x: from . import y` (let ast tell), or prose (`... from. Then`): not a statement
@@ -158,6 +159,15 @@ class RemovedPrefilter:
         if names is None:
             return True
         return any(index.longest_of(f"{base}.{n}") is not None for n in names if n != "*")
+
+
+def _line_start(data: bytes, offset: int) -> int:
+    """Where the line holding `offset` starts; on the first line, after a UTF-8 BOM (Python skips
+    it, so `\\ufeff` before a statement is not text before it)."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    if start == 0 and data.startswith(codecs.BOM_UTF8):
+        return len(codecs.BOM_UTF8)
+    return start
 
 
 def _starts_statement(head: str) -> bool:

@@ -109,3 +109,15 @@ def test_relative_import_in_a_package_init_resolves_from_the_package(tree):
     root = tree({"pkg/srt/__init__.py": "", "pkg/srt/x/__init__.py": "from ...jit_kernel import norm\n"})
     _, data = run_json(root)
     assert [(f["path"], f["imported"]) for f in data["findings"]] == [("pkg/srt/x/__init__.py", "pkg.jit_kernel.norm")]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_utf8_bom_changes_nothing(tree, name):
+    # Python skips a BOM before the first statement; the byte prefilter must not read it as text
+    # before `from` (it once did: `\ufeff from . import jit_kernel` went unreported).
+    source, expected = CASES[name]
+    root = tree({"pkg/srt/case.py": "\ufeff" + source})
+    code, data = run_json(root)
+    got = [(f["line"], f["col"], f["imported"]) for f in data["findings"] if f["path"] == "pkg/srt/case.py"]
+    assert got == expected
+    assert code == 1
