@@ -11,7 +11,11 @@ The classes are loaded on first access, so `python -m contracts` starts without 
 import-linter. Nothing here imports torch or the code being checked.
 """
 
-from contracts._version import __version__
+from contracts import _hygiene
+
+_hygiene.install()  # first: nothing below may come from the working directory (see _hygiene.py)
+
+from contracts._version import __version__  # noqa: E402
 
 __all__ = ["__version__", "LayerContract", "MissingImportsContract", "OperatorGroupsContract", "RemovedModulesContract"]
 
