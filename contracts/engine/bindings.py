@@ -157,6 +157,24 @@ def _occurrences(text: bytes, word: bytes):
         pos = text.find(word, end)
 
 
+def _defs_at_column_0(text: bytes) -> set[str]:
+    """The names of the `def`s and `class`es that start a line at column 0."""
+    out = set()
+    for head in (b"\ndef ", b"\nclass ", b"\nasync def "):
+        if text.startswith(head[1:]):
+            text = b"\n" + text
+        pos = text.find(head)
+        while pos >= 0:
+            start = pos + len(head)
+            end = start
+            while end < len(text) and text[end] in _WORD:
+                end += 1
+            if end > start:
+                out.add(text[start:end].decode("utf-8", "replace"))
+            pos = text.find(head, end)
+    return out
+
+
 def defined_at_column_0(text: bytes, name: str) -> bool:
     """Does `text` define `name` on a line of its own at column 0: `def name`, `class name`,
     `name = ...`, `name: T = ...`? (A cheap, sufficient test; `ast` settles the rest.)"""
@@ -298,17 +316,15 @@ class ModuleIndex:
         return self._bindings[module]
 
     def _column_0(self, module: str) -> set[str]:
-        """Names `module`'s `.py` binds on a line of their own at column 0: `def`, `class`,
-        `name = ...` (the text index `index.py` keeps for derive-map) and column-0 imports. One
-        pass over the text per module, however many names are asked of it."""
+        """Names `module`'s `.py` binds on a line of their own at column 0 by `def`, `class` or an
+        import: a few byte searches per module, however many names are asked of it (a regular
+        expression over every line costs ten times more)."""
         found = self._import_bound.get(module)
         if found is None:
-            from contracts.engine.index import _NAME_RE
-
             found = {name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
             text = self.text(module)
             if text is not None:
-                found.update((a or b).decode("utf-8", "replace") for a, b in _NAME_RE.findall(text))
+                found.update(_defs_at_column_0(text))
             self._import_bound[module] = found
         return found
 
@@ -336,6 +352,8 @@ class ModuleIndex:
             return True
         word = name.encode()
         present = [s for s in sources if word in s and next(_occurrences(s, word), None) is not None]
+        if any(defined_at_column_0(s, name) for s in present):  # `name = ...` at column 0
+            return True
         if any(marker in s for s in sources for marker in _DYNAMIC):
             return None
         # Parse it all when the text pass did not read all of it (or there is a stub).
