@@ -34,6 +34,76 @@ def _newline_of(line: str) -> str:
 
 
 
+def _normalized(piece: list[str], whole: bool) -> tuple[str, str, list[str]]:
+    """(its leading whitespace up to the last form feed, the piece with `\n` line ends, its
+    original line ends)."""
+    ends = [_newline_of(line) if line.endswith(("\n", "\r")) else "" for line in piece]
+    text = "".join(line[: len(line) - len(end)] + ("\n" if end else "") for line, end in zip(piece, ends))
+    lead = ""
+    if not whole:
+        head = text[: len(text) - len(text.lstrip(" \t\f"))]
+        if "\f" in head:
+            lead = head[: head.rindex("\f") + 1]
+    return lead, text, ends
+
+
+def _import_lines(tree: ast.Module) -> set[int]:
+    """Every line (1-based) an import statement spans."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return out
+
+
+def _changed_outside(old: list[str], new: list[str], words, imports: set[int]) -> int | None:
+    """The first line (1-based) of `old` the rewrite changes or removes although it is no import
+    statement's and holds none of `words` (the removed prefixes' last parts), or None: every
+    change is a reference's."""
+    import difflib
+
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 == i2:
+            return i1 + 1  # lines added where there were none
+        for i in range(i1, i2):
+            if i + 1 not in imports and not any(w in old[i] for w in words):
+                return i + 1
+    return None
+
+
+def _keep_form_feeds(old: str, new: str) -> str:
+    """`new` with each line's leading form feeds as in `old` (LibCST drops or copies them): line
+    by line, where the rewrite kept the line count."""
+    if "\f" not in old and "\f" not in new:
+        return new
+    old_lines, new_lines = LINE_RE.findall(old), LINE_RE.findall(new)
+    if len(old_lines) != len(new_lines):
+        return new
+    out = []
+    for o, n in zip(old_lines, new_lines):
+        o_ws = o[: len(o) - len(o.lstrip(" \t\f"))]
+        n_ws = n[: len(n) - len(n.lstrip(" \t\f"))]
+        if o_ws != n_ws and o_ws.replace("\f", "") == n_ws.replace("\f", ""):
+            n = o_ws + n[len(n_ws):]
+        out.append(n)
+    return "".join(out)
+
+
+def _restore_ends(text: str, ends: list[str]) -> str:
+    """`text` (`\n` line ends) with the piece's own line ends back: line by line where the line
+    count is unchanged, else the first line's end for every line."""
+    if all(end in ("\n", "") for end in ends):
+        return text
+    lines = LINE_RE.findall(text)
+    if len(lines) == len(ends):
+        return "".join(line[:-1] + end if line.endswith("\n") else line for line, end in zip(lines, ends))
+    end = ends[0] or "\n"
+    return "".join(line[:-1] + end if line.endswith("\n") else line for line in lines)
+
+
 def fix_source(data: bytes, module: str, is_package: bool, findings: list[Finding],
                removed: tuple[str, ...], path: str = "<file>", names: NameTargets | None = None,
                verifier: Verifier | None = None) -> FileFix:
@@ -81,11 +151,14 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
     refused: dict[Key, str] = {}
     # Replace from the end, so earlier line numbers stay valid in `new_lines`.
     for first, last in reversed(pieces):
-        chunk = "".join(lines[first - 1:last])
+        original = "".join(lines[first - 1:last])
+        # LibCST is given the statement with `\n` line ends (it drops a lone `\r`) and may drop
+        # or copy a leading form feed; both are put back exactly below.
+        lead, chunk, ends = _normalized(lines[first - 1:last], whole)
         indent = "" if whole else chunk[: len(chunk) - len(chunk.lstrip(" \t"))]
         # An indented statement is parsed inside `if True:`, so that statements split from it
         # get its indentation; the wrapper line is dropped again below.
-        wrapper_line = f"if True:{_newline_of(lines[first - 1])}" if indent else ""
+        wrapper_line = "if True:\n" if indent else ""
         try:
             chunk_tree = cst.parse_module(wrapper_line + chunk)
             wrapper = MetadataWrapper(chunk_tree, unsafe_skip_copy=True)
@@ -118,8 +191,16 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
             return refuse_all(f"cannot rewrite lines {first}-{last} ({first_line}); left unchanged")
         claimed |= rewriter.claimed
         refused.update(rewriter.refused)
+        if lead:  # the form feeds stay where they were: before the statement, nowhere else
+            rest = new_chunk.lstrip(" \t\f")
+            if "\f" not in chunk[len(lead):]:
+                rest = rest.replace("\f", "")  # none was there: LibCST's copies
+            new_chunk = lead + rest
+        new_chunk = _keep_form_feeds(chunk, new_chunk)
         if new_chunk != chunk:
-            new_lines[first - 1:last] = [new_chunk]
+            new_lines[first - 1:last] = [_restore_ends(new_chunk, ends)]
+        else:
+            new_lines[first - 1:last] = [original]
     for key, finding in sorted(fixable.items()):
         if key in claimed and key not in refused:
             result.fixed.append(finding)
@@ -128,7 +209,17 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
                 key, "no import statement or string literal this tool can rewrite was found here")))
     if not result.fixed:
         return result
-    new = "".join(new_lines).encode(encoding)
+    new_text = "".join(new_lines)
+    # Statement by statement, nothing outside the statements can change; a whole-file rewrite
+    # (a bare `import a.b` and its uses) is checked line by line (see the fuzz test).
+    outside = _changed_outside(lines, LINE_RE.findall(new_text), {p.rsplit(".", 1)[-1] for p in removed},
+                               _import_lines(tree)) if whole else None
+    if outside is not None:
+        reason = f"the rewrite would change line {outside}, which names nothing removed; left unchanged"
+        result.unfixable = [(f, reason) for f in result.fixed] + result.unfixable
+        result.fixed = []
+        return result
+    new = new_text.encode(encoding)
     if new == data:
         return result
     try:
