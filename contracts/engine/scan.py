@@ -327,7 +327,8 @@ class _Scanner:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
                 self._call(sub, lazy, tc, skip)
-            elif isinstance(sub, ast.JoinedStr):
+            elif isinstance(sub, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in sub.values):
+                # the text around a placeholder is no target; an f-string without one is a string
                 skip.update(id(v) for v in sub.values if isinstance(v, ast.Constant))
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in skip:
                 value = sub.value
