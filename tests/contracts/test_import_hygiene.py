@@ -64,6 +64,28 @@ def _preloaded_by_python_m(tmp_path: Path) -> set[str]:
     return {name.split(".")[0] for name in out.split()}
 
 
+def _shadowed_at_startup(tmp_path: Path, env: dict) -> set[str]:
+    """What the interpreter itself takes from the working directory before a script's first line
+    under `env`: site's doing (an editable install's `.pth` finder imports `importlib.machinery`
+    and `pathlib`, which tries `nt`), which no tool can change. Found with canaries of its own,
+    removed until none fires."""
+    probe = tmp_path / "startup-probe"
+    probe.mkdir(exist_ok=True)
+    marker = _plant(probe)
+    found: set[str] = set()
+    for _ in range(100):  # each round can uncover the next import of a cascade
+        marker.unlink(missing_ok=True)
+        subprocess.run([sys.executable, "-c", "pass"], cwd=probe, env=env, capture_output=True, timeout=60)
+        new = set(_shadowed(marker)) - found
+        if not new:
+            break
+        found |= new
+        for name in new:
+            (probe / f"{name}.py").unlink()
+    marker.unlink(missing_ok=True)
+    return found
+
+
 def _script(tmp_path: Path, body: str) -> Path:
     """A runner outside the working directory: sys.path[0] is its own directory, as for a
     console script."""
@@ -109,8 +131,10 @@ def test_namespace_lint_with_the_working_directory_on_sys_path_imports_nothing_f
     # `PYTHONPATH=$PYTHONPATH:...` slip) puts the working directory on it too.
     root, marker = planted
     runner = _script(tmp_path, "import sys\nfrom contracts.cli import main\nsys.exit(main())\n")
-    done = subprocess.run([sys.executable, str(runner), "--fix"], cwd=root,
-                          env=_env(PYTHONPATH=os.pathsep.join(["", str(REPO)])),
+    env = _env(PYTHONPATH=os.pathsep.join(["", str(REPO)]))
+    for name in _shadowed_at_startup(tmp_path, env):
+        (root / f"{name}.py").unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, str(runner), "--fix"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300)
     assert _shadowed(marker) == [], done.stderr[-2000:]
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
