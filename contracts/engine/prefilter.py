@@ -93,21 +93,30 @@ class RemovedPrefilter:
                 end = m.end()
                 after = data[end] if end < size else 10
                 before = data[start - 1] if start else 10
+                # A name that neither lies under a prefix nor begins one (`kind` 0) stays so
+                # however its text goes on: only the package of a relative `import_module`
+                # target can still lead under a prefix (`import_module("..b", "r.x")`).
                 if before in _QUOTES:
                     if after == before:  # the whole string; concatenation may continue it
                         if dynamic is None:
-                            dynamic = _IMPORT_MODULE in data
-                        if dynamic or (kind & (self.TEXT_PREFIX | self.ANCESTOR) and _string_follows(data, end + 1)):
+                            dynamic = _relative_import_module(data)
+                        if dynamic or (kind and _string_follows(data, end + 1)):
                             hits.append(start)
-                    elif after == 0x2E:  # `"r.a.` then more: a piece of a concatenation
-                        if kind & (self.TEXT_PREFIX | self.ANCESTOR):
+                    elif after == 0x2E:  # `"r.a.`: then the string ends, or goes on (escaped)
+                        nxt = data[end + 1] if end + 1 < size else 10
+                        if kind and (nxt == 0x5C or nxt >= 128 or (nxt == before and _string_follows(data, end + 2))):
                             hits.append(start)
                     elif after == 0x5C or after >= 128:  # an escape, a non-ASCII name part
                         hits.append(start)
                     continue
-                if after in _MAY_GO_ON and (after >= 128 or _name_goes_on(data, end)):
-                    hits.append(start)  # `r .a`, `r.a\` newline `.b`, `r.a. b`: let ast read it
+                if after >= 128:
+                    hits.append(start)  # a non-ASCII name part: let ast read it
                     continue
+                if after in _MAY_GO_ON and kind:
+                    more = _name_goes_on(data, end)  # `r .a`, `r.a\` newline `.b`, `r.a. b`
+                    if more is True or (more and kind_of(path + b"." + more)):
+                        hits.append(start)
+                        continue
                 if kind & 2 and self._from_names_hot(data, start, path.decode("ascii")):  # ANCESTOR
                     hits.append(start)
         if b"from" in data:
@@ -186,6 +195,17 @@ def _lines_after(data: bytes, line_start: int):
         pos = nxt
 
 
+# `import_module(` with a literal relative target: `(`, blanks, comments, continuations, more
+# `(`, a string prefix, a quote, then a dot or (a concatenation starting empty) another quote.
+_RELATIVE_IMPORT_MODULE = re.compile(rb"""import_module(?:[ \t\f\n(]|\\\n|\#[^\n]*)*[rRuU]?(?:'|")(?:\.|'|")""")
+
+
+def _relative_import_module(data: bytes) -> bool:
+    """Does the file call `import_module` with a literal relative target (whose package, a string
+    naming any module of the root, can lead under a prefix)?"""
+    return _IMPORT_MODULE in data and _RELATIVE_IMPORT_MODULE.search(data) is not None
+
+
 _STRING_START = re.compile(rb"""(?:[ \t\f\n]|\\\n|\#[^\n]*)*(?:[rRbBuUfFtT]{1,2})?['"]""")
 
 
@@ -195,9 +215,13 @@ def _string_follows(data: bytes, pos: int) -> bool:
     return _STRING_START.match(data, pos) is not None
 
 
-def _name_goes_on(data: bytes, end: int) -> bool:
+_NAME_PART = re.compile(rb"[A-Za-z0-9_]+")
+
+
+def _name_goes_on(data: bytes, end: int) -> bytes | bool:
     """Could the dotted name that ends at `end` go on (blanks, a backslash continuation, or a
-    dot then a name part: `r .a`, `r.a. b`)? Then its full text is for ast to read."""
+    dot then a name part: `r .a`, `r.a. b`)? The next name part (ASCII), True where it cannot be
+    told (a continuation, a non-ASCII part: ast reads the full text), else False."""
     size = len(data)
     i = end
     while i < size and data[i] in _SPACE:
@@ -211,7 +235,12 @@ def _name_goes_on(data: bytes, end: int) -> bool:
     i += 1
     while i < size and data[i] in _SPACE:
         i += 1
-    return i < size and (data[i] in _WORD or data[i] == 0x5C)
+    if i >= size or not (data[i] in _WORD or data[i] == 0x5C):
+        return False
+    m = _NAME_PART.match(data, i)
+    if m is None or m.end() < size and (data[m.end()] >= 128 or data[m.end()] == 0x5C):
+        return True
+    return m.group()
 
 
 def _line_at(data: bytes, line_start: int) -> str:

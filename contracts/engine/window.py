@@ -53,10 +53,12 @@ _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
 _STRICTER = [  # each starts with a literal, which `re` finds at memchr speed
     re.compile(rb"\0"),  # a NUL byte
     re.compile(rb"\t"),  # a tab (in indentation, a TabError is Python's alone); few files have one
-    re.compile(rb"except[ \t]+[^:\n(\[]*,"),  # `except A, B:`: Python 2 (and 3.14) syntax
 ]
 _STRICTER_WORDS = []  # the same, where the match must start a token (checked by hand: a
 # look-behind would cost `re` its fast literal search)
+# `except A, B:` (Python 2, and 3.14's unparenthesized form): a clause starts its line, so the
+# word in prose (`... except the final one, ...`) is no reason to parse a whole large file.
+_EXCEPT_COMMA = re.compile(rb"except[ \t]+[^:\n(\[]*,")
 if sys.version_info < (3, 12):
     _STRICTER_WORDS += [
         re.compile(rb"type[ \t]+\w+[ \t]*[\[=]"),  # PEP 695 `type X = ...`
@@ -75,6 +77,9 @@ def python_alone_rejects(data: bytes) -> bool:
     """Might Python reject `data` where grimp's parser accepts it? (Cheap; errs on the side of yes.)"""
     if any(p.search(data) for p in _STRICTER):
         return True
+    for m in _EXCEPT_COMMA.finditer(data):
+        if not data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip(b" \t\f"):
+            return True
     for p in _STRICTER_WORDS:
         for m in p.finditer(data):
             if m.start() == 0 or data[m.start() - 1] not in _NOT_TOKEN_START:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -102,13 +103,16 @@ def statement(draw):
         return f"target = {draw(string_target())}"
     if kind == "dyn":
         rel = draw(st.sampled_from(["old", "gone", "dead", "c"]))
-        package = draw(st.sampled_from(ANCESTORS + ["pkg.srt.layers.dead"]))
+        # (a package that neither is nor begins a prefix still leads under one with `..`)
+        package = draw(st.sampled_from(ANCESTORS + ["pkg.srt.layers.dead", "pkg.kept.mod", "pkg.srt.x"]))
         return draw(st.sampled_from([
             f"importlib.import_module('{path}')", f"__import__(\"{path}\")",
             f"import_module('.{rel}', '{package}')", f"import_module('..{rel}', package='{package}')"]))
     if kind == "prose":
         return draw(st.sampled_from([f"# see {path} and from {path} import x", f'"""Moved from {path}."""',
-                                     f"x = 'read it from {path}'"]))
+                                     f"x = 'read it from {path}'", f'"""python -m {path} \\\n    --flag"""',
+                                     f"x = ('{path}.', 'y')", f"x = '{path}. Next'", f"x = f'{path}.{{name}}'",
+                                     f"x = '{path}.' + name", f"x = '{path}.' 'old'", f"x = '{path}.' \\\n  'gone'"]))
     return f"value = {path}.attr"
 
 
@@ -206,6 +210,35 @@ def test_implicitly_concatenated_target_over_lines_is_found(tmp_path):
     found = [(f.path, f.line, f.imported) for f in result.findings if f.rule == "removed-module"]
     assert found == [("sglang/test/test_x.py", 4, "sglang.srt.old_mod.fn"),
                      ("sglang/test/test_x.py", 7, "sglang.srt.old_mod:helper")]
+
+
+@pytest.mark.parametrize("line, hot", [
+    # a package that neither is nor begins a prefix still leads under one with `..`
+    ("m = importlib.import_module('..gone', 'pkg.srt.x')", True),
+    ("m = importlib.import_module(\n    '..old', package='pkg.kept')", True),
+    ("m = import_module('' '.gone', 'pkg.srt')", True),
+    # no relative target: a quoted name that neither is nor begins a prefix is no reference
+    ("m = importlib.import_module('pkg.kept.mod'); n = 'pkg.srt.x'", False),
+    # the name cannot go on into a prefix once it has left every prefix's path
+    ('"""run: python -m pkg.kept.mod \\\n    --flag"""', False),
+    ("x = 'quantizations in pkg. Please check'", False),
+    ("x = ('pkg.', 'other.')", False),
+    ("x = f'pkg.{name}'", False),
+    # ... and can while it still may
+    ("x = ('pkg.' 'old')", True),
+    ("x = 'pkg.srt.' \\\n    'gone'", True),
+    ("import pkg. srt.gone", True),
+])
+def test_hot_only_where_a_reference_can_be(line, hot):
+    data = ("import importlib\n" + line + "\n").encode()
+    lines = RemovedPrefilter(PREFIXES).hot_lines(data, "pkg.srt.y.mod", False)
+    assert bool(lines) is hot
+    full = scan_source(data, "pkg.srt.y.mod", False)
+    assert full.error is None
+    # never hot where the full pass finds nothing is fine; never cold where it finds something
+    assert hot or not _findings("pkg.srt.y.mod", False, full.refs)
+    if hot and "import" in line and "'" in line:
+        assert _findings("pkg.srt.y.mod", False, full.refs)
 
 
 def _release_like_tree(root, n_prefixes: int = 174) -> tuple[list[str], int]:
