@@ -158,7 +158,8 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
 
 
 def run(config: Config, src: str, paths: list[str] | None = None,
-        cache_dir: str | None = None, contract_ids: list[str] | None = None) -> Result:
+        cache_dir: str | None = None, contract_ids: list[str] | None = None, jobs: int | None = None) -> Result:
+    """`jobs`: processes for reading the files (`engine/workers.py`; None: automatic)."""
     src = os.path.abspath(src)
     _validate_tree(config, src)
     warnings: list[str] = []
@@ -173,11 +174,12 @@ def run(config: Config, src: str, paths: list[str] | None = None,
     if full is None:
         # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
         # changed or added can carry a chain into a given file.
-        model = build_model(src, plan, cache_dir)
+        model = build_model(src, plan, cache_dir, jobs)
         status = model.cache_status
         if key:
             full = _from_data(load_result(src, plan, cache_dir, key, generation=model.generation))
         timings["model"] = time.perf_counter() - clock
+        timings.update({f"model: {step}": seconds for step, seconds in model.phases.items()})
         if full is None:
             clock = time.perf_counter()
             full = _evaluate(model, config, contract_ids)

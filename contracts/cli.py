@@ -50,6 +50,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def _jobs(text: str) -> int:
+    """`--jobs N`: a whole number of processes, 0 for automatic."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes (0: automatic), got {text!r}")
+    return int(text)
+
+
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint", description="Guard a namespace migration: removed modules, "
                 "operator-group boundaries, the kernel layer. Reads the same .importlinter as lint-imports.",
@@ -71,6 +78,9 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--contract", action="append", metavar="ID", help="check only this contract id (repeatable)")
     p.add_argument("--cache-dir", metavar="DIR", help=f"where to keep per-file results (default: {CACHE_DIRNAME}/ beside the config)")
     p.add_argument("--no-cache", action="store_true", help="read every file again; write no cache")
+    p.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                   help="processes that read and parse the files (default: both cores when there are "
+                        "enough files, else 1; 1: this process only; also NAMESPACE_LINT_JOBS)")
     p.add_argument("--baseline", metavar="FILE", help="fail only on findings not recorded in FILE")
     p.add_argument("--strict-baseline", action="store_true", default=None,
                    help="with --baseline: also fail when an entry of FILE no longer occurs")
@@ -258,7 +268,8 @@ def _check(argv: list[str]) -> int:
         raise UsageError("--strict-baseline needs --baseline FILE")
     progress = Progress(enabled=None if not args.quiet else False)
     with progress.phase("checking"):
-        result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract)
+        result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract,
+                     jobs=args.jobs)
     timings.update(result.timings)
     for line in result.warnings:
         print(f"namespace-lint: warning: {line}", file=sys.stderr)
@@ -302,7 +313,8 @@ def _check(argv: list[str]) -> int:
             if args.fix and outcome.fixed:
                 # What is left is what a fresh check of the rewritten tree finds (a rewrite can
                 # move lines, and the new import is checked by every contract).
-                result = run(cfg, src, paths=args.paths or None, cache_dir=None, contract_ids=args.contract)
+                result = run(cfg, src, paths=args.paths or None, cache_dir=None, contract_ids=args.contract,
+                             jobs=args.jobs)
                 findings = result.findings
             else:
                 fixed = set(outcome.fixed)

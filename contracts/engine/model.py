@@ -115,6 +115,8 @@ class Model:
     generation: str = ""
     started: float = 0.0  # when the build started, before it read anything
     texts: dict[str, bytes] = field(default_factory=dict)  # rel path -> content, read in this run (`ScanPlan.texts`)
+    workers: int = 1  # processes that read the files (`workers.py`)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the build (`--verbose`)
 
     @property
     def modules(self) -> dict[str, SourceFile]:
@@ -173,117 +175,95 @@ def _read(path: str, inside: tuple[str, ...] = ()) -> tuple[bytes, int]:
     return data, _ctime_ns(st)
 
 
-def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model:
+def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: int | None = None) -> Model:
     """The model of the tree under `src`: every file is stat'ed, the cache reused for those whose
-    stat is unchanged."""
-    from contracts.engine.scan import searchable
+    stat is unchanged. `jobs`: processes for the files to read (None: `workers.jobs()`)."""
+    from contracts.engine import workers
 
     started = time.time()
     src = os.path.abspath(src)
     cache = Cache(cache_dir, _key(src, plan)) if cache_dir else None
     old = cache.load() if cache else {}
     old_files: dict[str, list] = old.get("files", {})
+    clock = time.perf_counter()
+    phases: dict[str, float] = {}
     disc = discover(src, plan.roots, plan.layout)
+    phases["walk"] = time.perf_counter() - clock
     inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
     model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off", started=started)
 
     records: dict[str, list] = {}
-    unreadable: dict[str, str] = {}
-    pending: dict[str, bytes] = {}  # content of the files still to parse with ast
-    hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
-    prefilter = _prefilter(plan)
-    touched: set[str] = set()  # records made or changed in this run
-    known = disc.by_module
-    roots = {r: os.path.join(src, r) for r in plan.roots if os.path.isdir(os.path.join(src, r))}
-    scanner = EdgeScanner(known, roots)
-    background = _Background(scanner)
-    submitted: set[str] = set()
-    batch: list[SourceFile] = []
-    decoded: set[str] = set()
-    texts: dict[str, bytes] = {}
+    todo: list[SourceFile] = []
     for f in disc.files:
         entry = old_files.get(f.rel)
         if entry is not None and _unchanged(entry, f):
             records[f.rel] = list(entry)
-            continue
-        try:
-            data, ctime = _read(f.path, inside)
-        except TooLarge as e:
-            unreadable[f.rel] = (f"cannot read: {e.size / 2**20:.1f} MiB, over the {MAX_READ_BYTES // 2**20} MiB "
-                                 f"this tool reads; split or exclude the file")
-            continue
-        except OSError as e:
-            unreadable[f.rel] = f"cannot read: {e.strerror or e}"
-            continue
-        touched.add(f.rel)
+        else:
+            todo.append(f)
+    known = disc.by_module
+    roots = {r: os.path.join(src, r) for r in plan.roots if os.path.isdir(os.path.join(src, r))}
+    context = _PartContext(plan, old_files, inside, known, roots, started, cache is not None)
+    # The files to read, split over processes forked now (before grimp or any thread exists in
+    # this one), each part read, filtered and parsed in full; the parts are merged in walk order.
+    clock = time.perf_counter()
+    n_jobs = workers.jobs(jobs, len(todo))
+    parts = workers.map_parts(_scan_part, context, todo, n_jobs)
+    model.workers = n_jobs
+    phases[f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    unreadable: dict[str, str] = {}
+    touched: set[str] = set()
+    decoded: set[str] = set()
+    for part in parts:
+        records.update(part.records)
+        unreadable.update(part.unreadable)
+        touched |= part.touched
+        decoded |= part.decoded
         if plan.texts:
-            model.texts[f.rel] = data
-        if entry is not None and entry[DIGEST] is not None and content_digest(data) == entry[DIGEST]:
-            records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
-            continue
-        flags, lines = _classify(f, data, plan, searchable, prefilter)
-        if flags & AST:
-            pending[f.rel] = data
-            hot[f.rel] = lines
-        if flags & DECODED:
-            decoded.add(f.module)
-        if flags & GRAPH:
-            texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
-        if flags & (AST | GRAPH):
-            batch.append(f)  # its edges, or (AST only) grimp's check of the whole file's syntax
-            if len(batch) >= _BATCH:
-                background.submit(batch, decoded)
-                submitted.update(b.rel for b in batch)
-                batch = []
-        # Every file's hash (SHA-1: 0.04 s for upstream's 68 MB): after a fresh copy or checkout
-        # (every ctime new) the unchanged files are told by it, without the prefilter again.
-        digest = content_digest(data) if cache is not None else None
-        records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
+            model.texts.update(part.texts)
+    order = {f.rel: i for i, f in enumerate(disc.files)}
+    records = dict(sorted(records.items(), key=lambda item: order[item[0]]))
+    if plan.texts:
+        model.texts = dict(sorted(model.texts.items(), key=lambda item: order[item[0]]))
 
     by_rel = {f.rel: f for f in disc.files}
+    scanner = EdgeScanner(known, roots)
 
     def needs_edges(f: SourceFile) -> bool:
         rec = records.get(f.rel)
         return rec is not None and rec[EDGES] is None and rec[ERROR] is None
 
     def store_edges(files: list[SourceFile], edges: dict, failed: dict) -> None:
-        for f in files:
-            rec = records[f.rel]
-            touched.add(f.rel)
-            if rec[ERROR] is not None:
-                continue  # the ast pass could not parse it: it has no edges
-            if f.module in failed:
-                rec[ERROR] = failed[f.module]
-                continue
-            rec[EDGES] = edges.get(f.module, [])
-            rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index, texts.pop(f.rel, None))
+        touched.update(f.rel for f in files)
+        _store_edges(records, files, edges, failed, plan, {})
 
-    for rel, rec in records.items():  # parsed by an earlier run that stopped half way
-        if rec[FLAGS] & AST and rec[REFS] is None and rec[ERROR] is None and rel not in pending:
+    # Records an earlier run left half done (it stopped between reading and parsing): parsed
+    # whole here, their edges scanned with the closure's first round below.
+    searchable = None
+    prefilter = None
+    for rel, rec in records.items():
+        if rec[FLAGS] & AST and rec[REFS] is None and rec[ERROR] is None:
+            if searchable is None:
+                from contracts.engine.scan import searchable
+                prefilter = _prefilter(plan)
             try:
-                pending[rel] = _read(by_rel[rel].path, inside)[0]
+                data = _read(by_rel[rel].path, inside)[0]
             except OSError as e:
                 rec[ERROR] = f"cannot read: {e.strerror or e}"
                 continue
-            hot[rel] = _classify(by_rel[rel], pending[rel], plan, searchable, prefilter)[1]
-
-    # One native scan, in batches on a second thread while this one goes on: the edges of the
-    # graph files, and a full parse of the files ast will read only in part (grimp is a syntax
-    # check for them; their edges are kept only if wanted).
+            f = by_rel[rel]
+            lines = _classify(f, data, plan, searchable, prefilter)[1]
+            result = file_refs(data, f.module, f.is_package, plan.ast_words, lines, False)
+            rec[REFS] = [_ref_tuple(r) for r in result.refs]
+            rec[ERROR] = result.error
+            touched.add(rel)
     decoded |= {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & DECODED}
-    graph_files = [f for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH and needs_edges(f)]
-    queued = submitted | {f.rel for f in batch}
-    background.submit(batch + [f for f in graph_files if f.rel not in queued] + [
-        by_rel[rel] for rel in pending
-        if rel not in queued and not records[rel][FLAGS] & GRAPH and records[rel][ERROR] is None], decoded)
-    # The ast pass meanwhile, as if grimp had checked every file; a file it did not check (it
-    # failed, or is not for its scanner) is parsed again whole below, which says why.
-    done = _scan_ast(records, pending, hot, by_rel, plan, parsed=None)
-    edges, failed = background.results()
-    _rescan_unchecked(records, pending, done, by_rel, hot, plan, set(edges))
-    store_edges(graph_files, edges, failed)
-    texts.clear()
+    leftover = [f for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH and needs_edges(f)]
+    if leftover:
+        store_edges(leftover, *scanner.scan(leftover, decoded))
 
+    phases["merge"] = time.perf_counter() - clock
+    clock = time.perf_counter()
     # Close the graph under imports from the checked packages.
     graph_set = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH}
     if plan.graph_prefixes:
@@ -305,6 +285,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
             frontier = missing
         graph_set |= reached
 
+    phases["closure"] = time.perf_counter() - clock
+    clock = time.perf_counter()
     from contracts.engine.scan import ImportRef
 
     for f in disc.files:
@@ -336,7 +318,114 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None) -> Model
                     "missing_roots": disc.missing_roots, "unreadable": unreadable,
                     "other_modules": disc.other_modules,
                     "generation": model.generation}, started)
+    phases["assemble"] = time.perf_counter() - clock
+    model.phases = phases
     return model
+
+
+@dataclass(frozen=True)
+class _PartContext:
+    """What every part of a build shares (a forked worker inherits it)."""
+    plan: ScanPlan
+    old_files: dict
+    inside: tuple[str, ...]
+    known: dict
+    roots: dict
+    started: float
+    hashed: bool  # a cache is kept: every file read gets its content hash
+
+
+@dataclass
+class _Part:
+    """What one part of a build made of its files (plain values: a worker pickles it)."""
+    records: dict[str, list] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    touched: set[str] = field(default_factory=set)
+    decoded: set[str] = field(default_factory=set)
+    texts: dict[str, bytes] = field(default_factory=dict)  # `ScanPlan.texts`
+
+
+def _scan_part(context: _PartContext, chunks) -> _Part:
+    """Read the files of each chunk in `chunks` (files whose record is missing or stale), filter
+    them, and parse what needs it: grimp's scans in batches on a second thread while this one
+    reads and runs `ast`, chunk by chunk (another process may be taking the other chunks)."""
+    from contracts.engine.scan import searchable
+
+    plan, old_files, inside, started = context.plan, context.old_files, context.inside, context.started
+    part = _Part()
+    records, touched, decoded = part.records, part.touched, part.decoded
+    prefilter = _prefilter(plan)
+    background = _Background(EdgeScanner(context.known, context.roots))
+    batch: list[SourceFile] = []
+    texts: dict[str, bytes] = {}
+    graph_files: list[SourceFile] = []
+    by_rel: dict[str, SourceFile] = {}
+    kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
+    hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
+    done: list[str] = []
+    for chunk in chunks:
+        pending: dict[str, bytes] = {}  # this chunk's files to parse with ast
+        for f in chunk:
+            by_rel[f.rel] = f
+            entry = old_files.get(f.rel)
+            try:
+                data, ctime = _read(f.path, inside)
+            except TooLarge as e:
+                part.unreadable[f.rel] = (f"cannot read: {e.size / 2**20:.1f} MiB, over the "
+                                          f"{MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file")
+                continue
+            except OSError as e:
+                part.unreadable[f.rel] = f"cannot read: {e.strerror or e}"
+                continue
+            touched.add(f.rel)
+            if plan.texts:
+                part.texts[f.rel] = data
+            # Every file's hash (SHA-1: 0.04 s for upstream's 68 MB): after a fresh copy or
+            # checkout (every ctime new) the unchanged files are told by it, without the prefilter.
+            digest = content_digest(data) if context.hashed else None
+            if entry is not None and entry[DIGEST] is not None and digest == entry[DIGEST]:
+                records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
+                if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
+                    graph_files.append(f)  # an earlier run stopped before its edges
+                    batch.append(f)
+                continue
+            flags, lines = _classify(f, data, plan, searchable, prefilter)
+            if flags & AST:
+                pending[f.rel] = data
+                hot[f.rel] = lines
+            if flags & DECODED:
+                decoded.add(f.module)
+            if flags & GRAPH:
+                texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
+                graph_files.append(f)
+            if flags & (AST | GRAPH):
+                batch.append(f)  # its edges, or (AST only) grimp's check of the whole file's syntax
+            records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
+        if len(batch) >= _BATCH:
+            background.submit(batch, decoded)
+            batch = []
+        # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
+        # failed, or is not for its scanner) is parsed again whole below, which says why.
+        done += _scan_ast(records, pending, hot, by_rel, plan, parsed=None)
+        kept.update(pending)
+    background.submit(batch, decoded)
+    edges, failed = background.results()
+    _rescan_unchecked(records, kept, done, by_rel, hot, plan, set(edges))
+    _store_edges(records, graph_files, edges, failed, plan, texts)
+    return part
+
+
+def _store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dict, plan: ScanPlan,
+                 texts: dict[str, bytes]) -> None:
+    for f in files:
+        rec = records[f.rel]
+        if rec[ERROR] is not None:
+            continue  # the ast pass could not parse it: it has no edges
+        if f.module in failed:
+            rec[ERROR] = failed[f.module]
+            continue
+        rec[EDGES] = edges.get(f.module, [])
+        rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index, texts.pop(f.rel, None))
 
 
 def _prefilter(plan: ScanPlan):
@@ -418,7 +507,8 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
     pending.clear()
 
 
-_BATCH = 512  # files per native scan call (each costs ~4 ms besides its files)
+_BATCH = 128  # files per native scan call (each costs ~5 ms besides its files): soon enough that
+# the scanner works while this thread runs `ast` on the first chunks
 
 
 class _Background:

@@ -1,8 +1,9 @@
-"""Both cores: grimp's scans on a second thread give what one thread gives; `lint-imports
---no-cache` leaves this tool's cache alone too."""
+"""Both cores: grimp's scans on a second thread, and the files split over forked processes,
+give what one thread gives; `lint-imports --no-cache` leaves this tool's cache alone too."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from contracts import config as config_mod
 from contracts.check import run
 from contracts.engine import model as model_mod
+from contracts.engine import workers
 
 from .conftest import REPO
 
@@ -85,3 +87,81 @@ def test_lint_imports_no_cache_turns_off_this_tools_cache_too(tree):
     assert not (root / ".namespace_lint_cache").exists()
     proc = subprocess.run([exe], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and (root / ".namespace_lint_cache").exists()
+
+
+def _cli(root, *args, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k != workers.ENV}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="400", **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "contracts", "--src", str(root), "--config",
+                           str(root / ".importlinter"), "--no-cache", *args],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _many(tree, copies: int = 4):
+    """`_generated` several times over (one package per copy): more files than one chunk."""
+    files = dict(_generated(tree))
+    for k in range(1, copies):
+        for rel, text in _generated(tree).items():
+            if rel.startswith("pkg/srt/m"):
+                files[rel.replace("pkg/srt/", f"pkg/srt/c{k}/")] = text
+    return files
+
+
+def test_forked_processes_give_what_one_process_gives(tree):
+    root = tree(_many(tree))
+    one = _cli(root, "--jobs", "1", "--format", "json", "-v")
+    assert "in 1 process" in one.stderr, one.stderr
+    for args, env in ((("--jobs", "2"), None), (("--jobs", "3"), None), ((), {workers.ENV: "2"})):
+        many = _cli(root, *args, "--format", "json", "-v", env_extra=env)
+        assert many.returncode == one.returncode == 1, many.stderr
+        assert " processes " in many.stderr, many.stderr  # it did fork
+        assert many.stdout == one.stdout
+    rules = {f["rule"] for f in json.loads(one.stdout)["findings"]}
+    assert {"removed-module", "group-boundary", "private-import", "layer", "parse-error"} <= rules
+
+
+def test_jobs_must_be_a_number(tree):
+    root = tree({"pkg/srt/m.py": "x = 1\n"})
+    proc = _cli(root, "--jobs", "two")
+    assert proc.returncode == 2 and "--jobs" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _files(n):
+    return [model_mod.SourceFile(f"/t/m{i}.py", f"m{i}.py", f"m{i}", False, 0, 10 * i) for i in range(n)]
+
+
+def _names(context, chunks):
+    return [f.rel for chunk in chunks for f in chunk]
+
+
+def test_every_chunk_is_scanned_once_by_someone():
+    files = _files(500)
+    parts = workers.map_parts(_names, None, files, 2)
+    seen = [rel for part in parts for rel in part]
+    assert sorted(seen) == sorted(f.rel for f in files)  # each file once, whoever took it
+
+
+def test_a_failing_child_costs_only_time():
+    parent = os.getpid()
+
+    def scan(context, chunks):
+        names = _names(context, chunks)
+        if os.getpid() != parent:
+            raise RuntimeError("the child fails after taking its chunks")
+        return names
+
+    files = _files(500)
+    parts = workers.map_parts(scan, None, files, 2)
+    assert sorted(rel for part in parts for rel in part) == sorted(f.rel for f in files)
+
+
+def test_no_fork_where_it_is_unsafe(monkeypatch):
+    monkeypatch.setitem(sys.modules, "grimp._rustgrimp", sys.modules.get("grimp._rustgrimp", object()))
+    assert workers.jobs(2, 10_000) == 1  # grimp's thread pool would not survive a fork
+    monkeypatch.delitem(sys.modules, "grimp._rustgrimp")
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    assert workers.jobs(1, 10_000) == 1
+    assert workers.jobs(2, 10_000) == 2
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    assert workers.jobs(0, workers.MIN_FILES - 1) == 1  # too few files to pay for a fork
+    assert workers.jobs(0, workers.MIN_FILES) == 2

@@ -1,0 +1,176 @@
+"""The files of a cold run, split over processes: both cores read, filter and parse.
+
+Most of a cold run is per-file Python (reading, the prefilter, the `ast` windows) that one
+interpreter runs on one core, however many it has; grimp's native scanner already takes a
+second thread. So the files to read are cut into chunks, and children forked at that moment
+take chunks from a shared queue as this process does: whoever is free takes the next, so a part
+heavy with `ast` work does not keep the other core idle. Each child scans its chunks (its own
+grimp thread included) and sends back its records, pickled, over a pipe. What comes back is
+plain data, merged in walk order, so the findings are those of the serial run
+(`tests/contracts/test_parallel.py` compares them).
+
+A fork is taken only when it is safe and pays: the platform has `os.fork`, this process has no
+other thread and has not loaded grimp's native module (its thread pool does not survive a fork:
+the `lint-imports` face, where import-linter has built its graph first, stays serial), more
+than one core is ours, and there are enough files (`MIN_FILES`). A child that fails, dies or
+sends something unreadable costs nothing but time: the chunks it took are scanned here again.
+Nothing is spawned, so nothing is imported afresh and no code of the checked tree can run.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+
+# Below this many files to read a fork's fixed costs (the child's grimp set-up, the pickling)
+# are not won back; a warm run with a few changed files never forks.
+MIN_FILES = 400
+ENV = "NAMESPACE_LINT_JOBS"  # the number of processes, as `--jobs` sets it (0 or unset: automatic)
+CHUNK_FILES = 48  # files per chunk: small enough to balance, large enough to batch
+_INDEX_BYTES = 2  # a chunk number in the queue (all of it written before the fork: atomic reads)
+MAX_CHUNKS = 2048  # (4,096 bytes: one atomic pipe write)
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def jobs(asked: int | None, files: int) -> int:
+    """How many processes to scan `files` files with: `asked` (`--jobs`; None: the environment
+    variable, else automatic), and 1 wherever a fork is unsafe."""
+    if asked is None:
+        raw = os.environ.get(ENV, "").strip()
+        asked = int(raw) if raw.isdigit() else 0
+    if asked == 1 or files < 2 or not fork_is_safe():
+        return 1
+    if asked == 0:  # automatic: both cores (more would only split the same two), enough files
+        return min(2, cores()) if files >= MIN_FILES else 1
+    return min(asked, files)
+
+
+def fork_is_safe() -> bool:
+    return (hasattr(os, "fork") and threading.active_count() == 1
+            and "grimp._rustgrimp" not in sys.modules)
+
+
+def chunks(files: list, n: int) -> list[list]:
+    """`files` in chunks of consecutive files (walk order: a directory's files are alike)."""
+    size = max(CHUNK_FILES, -(-len(files) // MAX_CHUNKS))
+    return [files[i:i + size] for i in range(0, len(files), size)] if n > 1 else [list(files)]
+
+
+def map_parts(scan, context, files: list, n: int) -> list:
+    """`scan(context, chunks)` in `n` processes, which share the chunks of `files`: a list of
+    what each returned (`scan` takes an iterable of chunks, each a list of files)."""
+    pieces = chunks(files, n)
+    if n <= 1 or len(pieces) < 2:
+        return [scan(context, iter(pieces))]
+    queue = _Queue(len(pieces))
+    forked = [_fork(scan, context, pieces, queue) for _ in range(n - 1)]  # every fork before any thread
+    queue.close_write()
+    children = [_Child(*f) for f in forked if f is not None]
+    mine: list[int] = []
+    results = [scan(context, queue.take(pieces, mine))]
+    queue.close()
+    done = set(mine)
+    for child in children:
+        answer = child.result()
+        if answer is not None:
+            taken, value = answer
+            results.append(value)
+            done.update(taken)
+    missing = [i for i in range(len(pieces)) if i not in done]
+    if missing:  # a child failed: its chunks again, here
+        results.append(scan(context, iter([pieces[i] for i in missing])))
+    return results
+
+
+class _Queue:
+    """Chunk numbers in a pipe, written at once; each process reads the next one when free."""
+
+    def __init__(self, count: int) -> None:
+        self.read_fd, write_fd = os.pipe()
+        os.write(write_fd, b"".join(i.to_bytes(_INDEX_BYTES, "big") for i in range(count)))
+        self.write_fd = write_fd
+
+    def close_write(self) -> None:
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
+
+    def take(self, pieces: list, taken: list[int]):
+        while True:
+            raw = os.read(self.read_fd, _INDEX_BYTES)
+            if len(raw) < _INDEX_BYTES:  # empty: every writer is gone, so it stays empty
+                return
+            i = int.from_bytes(raw, "big")
+            taken.append(i)
+            yield pieces[i]
+
+    def close(self) -> None:
+        self.close_write()
+        os.close(self.read_fd)
+
+
+class _Child:
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.chunks: list[bytes] = []
+        # Read while this process scans: the child never blocks on a full pipe.
+        self.reader = threading.Thread(target=self._read, args=(fd,), name="namespace-lint-worker", daemon=True)
+        self.reader.start()
+
+    def _read(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as pipe:
+            while chunk := pipe.read(1 << 20):
+                self.chunks.append(chunk)
+
+    def result(self):
+        """(the chunk numbers it took, what `scan` returned), or None if it failed."""
+        self.reader.join()
+        _, status = os.waitpid(self.pid, 0)
+        if status != 0:
+            return None
+        try:
+            ok, taken, value = pickle.loads(b"".join(self.chunks))
+        except Exception:  # noqa: BLE001 - a truncated or garbled answer: its chunks are scanned here
+            return None
+        return (taken, value) if ok else None
+
+
+def _fork(scan, context, pieces: list, queue: _Queue) -> tuple[int, int] | None:
+    """(pid, the read end of its answer) of a child taking chunks from `queue`, or None."""
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the child: scan, answer, leave without running this process's exit handlers
+        code = 0
+        try:
+            os.close(read_end)
+            queue.close_write()
+            taken: list[int] = []
+            try:
+                answer = (True, taken, scan(context, queue.take(pieces, taken)))
+            except BaseException as e:  # noqa: BLE001 - reported as a failure; the parent rescans
+                answer = (False, taken, repr(e))
+            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return pid, read_end
