@@ -557,12 +557,16 @@ def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int
 
     limit = getattr(scan_mod, "MAX_PARSE_BYTES", None)
     if checked and (limit is None or len(data) <= limit):
-        kept = keep_hot_statements(data, words, lines)
-        if kept is not None:
+        # Only the hot statements inside their blocks, else the whole top-level statements
+        # around them: a window that does not parse (a line at column 0 inside brackets cut a
+        # statement) is no answer, the next larger one is asked.
+        for nested in (True, False):
+            kept = keep_hot_statements(data, words, lines, nested=nested)
+            if kept is None:
+                break
             result = scan_source(kept, module, is_package, words, lines)
             if result.error is None:
                 return result
-            # else a line at column 0 inside brackets cut a statement: parse it all
     return scan_source(data, module, is_package, words, lines)
 
 

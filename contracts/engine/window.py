@@ -14,6 +14,19 @@ the statement before (`else`, `except`, ...) and not the `def` under a decorator
 this cannot see -- text at column 0 inside brackets -- cuts a statement in two; the kept text
 then does not parse, and the caller parses the whole file instead. `None` means "parse the whole
 file" (small files, or when most of it would be kept anyway).
+
+Inside a kept statement the blocks are taken apart too (`nested=True`, tried first): a lazy
+import in one method of a 3,000-line class keeps the class and method headers and the import,
+not the class. Statements and headers are found on a copy of the text with comments blanked
+and strings reduced to a quote (so brackets, colons and backslashes are the code's); a header
+ends at the logical line ending with `:`. Every header on the way is kept (decorators, `def`,
+`class`, `if TYPE_CHECKING:`, `try:` and each `except ...:`), so what makes a reference lazy,
+type-only or guarded is still there; a block whose first statement goes gets `pass` in its
+place, so every block keeps a body and no string becomes a docstring. A shape this does not
+take apart (brackets open at a cut, a header with its body on one line, `match`) is kept
+whole, and a nested window that does not parse gives way to the top-level one. On the three
+upstream trees, with every line holding `import` or a quoted dotted name made hot, the
+windows and the whole-file parse found the same references in all 6,892 files of 4 kB or more.
 """
 
 from __future__ import annotations
@@ -87,10 +100,13 @@ def python_alone_rejects(data: bytes) -> bool:
     return False
 
 
-def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | None = None) -> bytes | None:
+def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | None = None,
+                        nested: bool = False) -> bytes | None:
     """`data` (a Python file) with every line outside the top-level statements that span a line
     containing one of `words` (or a line of `hot`, 1-based, ascending) blanked, as UTF-8; None
-    when the whole file should be parsed (small, or Python may reject what grimp accepted)."""
+    when the whole file should be parsed (small, or Python may reject what grimp accepted).
+    `nested`: inside those statements, also blank the blocks' statements that span no hot line
+    (`_reduce`)."""
     if len(data) < MIN_BYTES or python_alone_rejects(data):
         return None
     if hot is None:
@@ -146,12 +162,16 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
             windows[-1][1] = max(windows[-1][1], end)
         else:
             windows.append([begin, end])
-    if sum(end - begin for begin, end in windows) > MAX_KEPT * len(lines):
-        return None
+    if not nested and sum(end - begin for begin, end in windows) > MAX_KEPT * len(lines):
+        return None  # (nested windows are counted once reduced)
 
     out = [""] * len(lines)
+    hot_set = set(hot)
     for begin, end in windows:
-        out[begin:end] = lines[begin:end]
+        reduced = _reduce(lines, begin, end, hot_set) if nested else None
+        out[begin:end] = lines[begin:end] if reduced is None else reduced
+    if nested and sum(1 for line in out if line) > MAX_KEPT * len(lines):
+        return None
     first = windows[0][0]
     if first and any(line.strip() and not line.lstrip().startswith("#") for line in lines[:first]):
         out[0] = "pass"  # the first kept statement is not the module's docstring
@@ -159,3 +179,183 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
     if cookie and cookie.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
         return None  # a kept declaration of another encoding would misread the UTF-8 this returns
     return "\n".join(out).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- nested windows
+
+# A compound statement's first header line (after its decorators); `match` is kept whole.
+_COMPOUND = re.compile(r"(?:async[ \t]+)?(?:def|class|if|for|while|try|with)\b")
+_BRACKETS_OPEN = str.maketrans("", "", ")]}")
+_BRACKETS_CLOSE = str.maketrans("", "", "([{")
+
+
+def _code_lines(text: str) -> tuple[list[str], list[bool], str] | None:
+    """`text` (whole statements) as code only, line for line: each comment blanked, each string
+    reduced to its first character (a quote) and blanks, so brackets, colons and backslashes
+    left are the code's; which lines begin inside a string; the code as one text. None: a
+    string never ends."""
+    pieces = []
+    starts_inside = set()
+    pos = 0
+    line = 0
+    for m in _TOKENS.finditer(text):
+        start, end = m.span()
+        pieces.append(text[pos:start])
+        line += text.count("\n", pos, start)
+        token = m.group()
+        if token[0] == "#":
+            pieces.append(" " * len(token))
+        else:
+            if token[-1:] not in "\"'" or len(token) < 2:
+                return None  # unterminated (`"""` up to the end): leave it to the parser
+            rows = token.split("\n")
+            pieces.append(token[0] + " " * (len(rows[0]) - 1) + "".join("\n" + " " * len(r) for r in rows[1:]))
+            starts_inside.update(range(line + 1, line + len(rows)))
+            line += len(rows) - 1
+        pos = end
+    pieces.append(text[pos:])
+    text = "".join(pieces)
+    code = text.split("\n")
+    return code, [i in starts_inside for i in range(len(code))], text
+
+
+class _Block:
+    """The line facts of one window (a run of top-level statements): for its code lines, the
+    indentation, the bracket depth at their start and end, whether they start a logical line."""
+
+    def __init__(self, code: list[str], inside: list[bool], text: str) -> None:
+        n = len(code)
+        self.code = code
+        self.indent = [0] * n
+        self.visible = [False] * n
+        self.opens = [False] * n  # starts a logical line: depth 0, not in a string, not continued
+        self.ends = [False] * n  # ends a logical line (depth 0 after it, no backslash)
+        # The brackets of each line, counted in two passes over the whole text (not per line).
+        opened = _NOT_OPENING.sub("", text).split("\n")
+        closed = _NOT_CLOSING.sub("", text).split("\n")
+        depth = 0
+        continued = False
+        for i, c in enumerate(code):
+            rest = c.rstrip()
+            visible = bool(rest) and not inside[i]
+            if visible:
+                self.visible[i] = True
+                self.indent[i] = len(c) - len(c.lstrip())
+                self.opens[i] = depth == 0 and not continued
+            depth += len(opened[i]) - len(closed[i])
+            if depth < 0:
+                raise ValueError("more brackets closed than opened")
+            if rest:
+                continued = rest[-1] == "\\"
+            elif not inside[i]:
+                continued = False
+            self.ends[i] = depth == 0 and not continued and bool(rest)
+        if depth != 0:
+            raise ValueError("a bracket left open")
+        for i in range(n - 1):  # a string that goes on to the next line goes on with its line
+            if inside[i + 1]:
+                self.ends[i] = False
+
+
+_NOT_OPENING = re.compile(r"[^(\[{\n]+")
+_NOT_CLOSING = re.compile(r"[^)\]}\n]+")
+
+
+def _reduce(lines: list[str], begin: int, end: int, hot: set[int]) -> list[str] | None:
+    """Lines `begin`..`end` (whole top-level statements) with every statement inside a block
+    that spans no hot line blanked, and `pass` on the first line of a block whose first
+    statement went: headers (decorators, `def`, `class`, `if`, `try`, each `except`, `else`...)
+    are kept, so a reference keeps what makes it lazy, type-only or guarded, and its line and
+    column. None: keep the lines as they are (a shape this does not take apart)."""
+    made = _code_lines("\n".join(lines[begin:end]))
+    if made is None:
+        return None
+    try:
+        block = _Block(*made)
+    except ValueError:
+        return None  # cut inside brackets: the whole-statement window (and then the parse) tells
+    keep = [False] * (end - begin)
+    passes: dict[int, int] = {}  # line -> the indentation of its `pass`
+    local_hot = {h - begin for h in hot if begin <= h < end}
+    try:
+        _statements(block, 0, end - begin, 0, local_hot, keep, passes)
+    except ValueError:
+        return None
+    out = [lines[begin + i] if keep[i] else "" for i in range(end - begin)]
+    for i, indent in passes.items():
+        out[i] = " " * indent + "pass"
+    return out
+
+
+def _starts(block: _Block, lo: int, hi: int, indent: int) -> list[int]:
+    """The statements of lines lo..hi at `indent` (clauses and decorated defs join the one above)."""
+    starts = []
+    decorated = False
+    for i in range(lo, hi):
+        if not block.opens[i]:
+            continue
+        if block.indent[i] != indent:
+            if block.indent[i] < indent:
+                raise ValueError("dedent inside a block")
+            continue
+        text = block.code[i].lstrip()
+        if _CLAUSE.match(text) or decorated:
+            decorated = text.startswith("@")
+            continue
+        starts.append(i)
+        decorated = text.startswith("@")
+    return starts
+
+
+def _statements(block: _Block, lo: int, hi: int, indent: int, hot: set[int], keep: list[bool],
+                passes: dict[int, int]) -> None:
+    starts = _starts(block, lo, hi, indent)
+    if not starts:
+        raise ValueError("no statement")
+    bounds = list(zip(starts, starts[1:] + [hi]))
+    for k, (s, t) in enumerate(bounds):
+        if any(s <= h < t for h in hot):
+            _statement(block, s, t, indent, hot, keep, passes)
+        elif k == 0:
+            passes[s] = indent  # the block keeps a statement, and a docstring stays one
+
+
+def _statement(block: _Block, s: int, t: int, indent: int, hot: set[int], keep: list[bool],
+               passes: dict[int, int]) -> None:
+    """Keep statement `s`..`t` spanning a hot line: a simple one whole, a compound one as its
+    headers and, of each clause's body, what spans a hot line."""
+    first = s
+    while first < t and block.code[first].lstrip().startswith("@"):  # its decorators
+        first = _logical_end(block, first, t) + 1
+    if first >= t or not _COMPOUND.match(block.code[first].lstrip()):
+        for i in range(s, t):
+            keep[i] = True
+        return
+    clauses = [s] + [i for i in range(first + 1, t) if block.opens[i] and block.indent[i] == indent
+                     and _CLAUSE.match(block.code[i].lstrip())]
+    for c, (head, stop) in enumerate(zip(clauses, clauses[1:] + [t])):
+        header_end = _logical_end(block, first if c == 0 else head, stop)
+        if not block.code[header_end].rstrip().endswith(":"):  # `if x: y`: one line, kept whole
+            for i in range(s, t):
+                keep[i] = True
+            return
+        for i in range(head, header_end + 1):
+            keep[i] = True
+        body = [i for i in range(header_end + 1, stop) if block.visible[i]]
+        if not body:
+            raise ValueError("a clause without a body")  # `class C: pass` is one line: kept above
+        inner = block.indent[body[0]]
+        if inner <= indent:
+            raise ValueError("a body not indented")
+        if any(header_end < h < stop for h in hot):
+            _statements(block, header_end + 1, stop, inner, hot, keep, passes)
+        else:
+            passes[body[0]] = inner
+
+
+def _logical_end(block: _Block, i: int, stop: int) -> int:
+    while i < stop and not block.ends[i]:
+        i += 1
+    if i >= stop:
+        raise ValueError("a logical line runs on")
+    return i
