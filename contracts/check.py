@@ -16,7 +16,7 @@ import functools
 import hashlib
 import os
 import time
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec
 from contracts.engine import cache
@@ -213,8 +213,8 @@ def _usable_cache(cache_dir: str, config: Config, src: str, warnings: list[str])
 def _to_data(result: Result) -> tuple:
     """`result` as plain values (what the cache stores: no class is ever rebuilt from it by name)."""
     return (result.files_scanned, result.files_total,
-            [(c.id, c.name, c.kind, [astuple(f) for f in c.findings]) for c in result.contracts],
-            [astuple(f) for f in result.engine_findings])
+            [(c.id, c.name, c.kind, [f.as_tuple() for f in c.findings]) for c in result.contracts],
+            [f.as_tuple() for f in result.engine_findings])
 
 
 def _from_data(data) -> Result | None:

@@ -14,8 +14,31 @@ def finding_object(report: Report, f: Finding) -> dict:
 
 
 def render(report: Report) -> str:
-    return json.dumps({
-        "files_scanned": report.files_scanned,
-        "files_total": report.files_total,
-        "findings": [finding_object(report, f) for f in report.findings],
-    }, indent=2)
+    """What `json.dumps(..., indent=2)` writes, byte for byte, built from the C encoder's pieces:
+    with `indent`, `json` falls back to its pure-Python encoder (0.05 s for 730 findings)."""
+    findings = [finding_object(report, f) for f in report.findings]
+    if not findings:
+        body = "[]"
+    else:
+        body = "[\n" + ",\n".join(
+            "    {\n" + ",\n".join(f"      {_ENCODE(key)}: {_scalar(value)}" for key, value in obj.items()) + "\n    }"
+            for obj in findings) + "\n  ]"
+    return (f'{{\n  "files_scanned": {_scalar(report.files_scanned)},\n  "files_total": '
+            f'{_scalar(report.files_total)},\n  "findings": {body}\n}}')
+
+
+_ENCODE = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
+
+
+def _scalar(value) -> str:
+    if isinstance(value, str):
+        return _ENCODE(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    return json.dumps(value)  # (no other type is written; kept exact if one ever is)

@@ -89,8 +89,13 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
     direct = {(e.importer, e.imported) for e in cross}
     edges = adjacency_of([e for e in model.edges if (e.importer, e.imported) not in direct])
     blocked = PrefixIndex((*spec.shared_modules, *stop))
+    members: dict[str, set[str]] = {}
+    for m in model.graph_modules:
+        g = spec.group_of(m)
+        if g is not None:
+            members.setdefault(g, set()).add(m)
     for g in spec.groups:
-        sources = {m for m in model.graph_modules if spec.group_of(m) == g}
+        sources = members.get(g, set())
         if not sources:
             continue
         chains = chains_from(

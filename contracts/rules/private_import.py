@@ -64,10 +64,13 @@ class _Where:
 def check(model: Model, spec: GroupsSpec) -> list[Finding]:
     findings = []
     kernel_package = spec.container.rpartition(".")[0] or spec.container
+    group_of = spec.group_of
     for e in model.edges:
-        group = spec.group_of(e.imported)
+        group = group_of(e.imported)
+        if group is None and is_under(e.importer, kernel_package):
+            continue  # (most edges: nothing below can apply)
         where = _Where(model, e)
-        if group is not None and spec.group_of(e.importer) != group:
+        if group is not None and group_of(e.importer) != group:
             surface = f"{spec.container}.{group}"
             rest = e.imported[len(surface) + 1:].split(".") if e.imported != surface else []
             if any(_private(p) for p in rest):

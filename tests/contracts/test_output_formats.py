@@ -17,6 +17,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contracts import rules
 from contracts._version import __version__
@@ -297,3 +299,36 @@ def test_control_characters_in_paths_are_escaped_by_the_lint_imports_face(tree):
     assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
     assert "esc\\x1b[2Jclear\\r.py:1:1: removed-module" in proc.stdout.replace("\n", "")
     assert not any(line.lstrip("- ").startswith("pkg/srt/fake.py") for line in proc.stdout.splitlines())
+
+
+def test_a_finding_as_plain_values_has_every_field_in_order():
+    import dataclasses
+
+    from contracts.findings import JSON_FIELDS, Finding
+
+    f = Finding("a/b.py", 3, 5, "layer", "x.y", "x.z", "message", "x.w")
+    assert f.as_tuple() == dataclasses.astuple(f) and Finding(*f.as_tuple()) == f
+    assert f.to_json() == {k: v for k, v in dataclasses.asdict(f).items() if k in JSON_FIELDS}
+    assert list(f.to_json()) == list(JSON_FIELDS)
+
+
+_TEXT = st.text(max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(st.tuples(
+        _TEXT, st.integers(-5, 10**12), _TEXT,
+        st.one_of(st.none(), _TEXT),
+        st.booleans()), max_size=4),
+    scanned=st.integers(0, 10**6))
+def test_json_is_what_json_dumps_with_indent_writes(rows, scanned):
+    from contracts.findings import Finding
+    from contracts.renderers import Report, json_report
+
+    findings = [Finding(p, line, 1, "layer", "x", "y", message, repl) for p, line, message, repl, _ in rows]
+    fixable = frozenset(f for f, row in zip(findings, rows) if row[4])
+    report = Report(findings=findings, files_scanned=scanned, files_total=scanned + 1, fixable=fixable)
+    expected = json.dumps({"files_scanned": scanned, "files_total": scanned + 1,
+                           "findings": [json_report.finding_object(report, f) for f in findings]}, indent=2)
+    assert json_report.render(report) == expected
