@@ -356,6 +356,9 @@ def _scan_part(context: _PartContext, chunks) -> _Part:
     records, touched, decoded = part.records, part.touched, part.decoded
     prefilter = _prefilter(plan)
     background = _Background(EdgeScanner(context.known, context.roots))
+    # Each native call also converts the description of every module of the tree (~1 us each):
+    # batches grow with the tree, so that fixed cost stays a small share of the scan.
+    batch_size = max(_BATCH, len(context.known) // 40)
     batch: list[SourceFile] = []
     texts: dict[str, bytes] = {}
     graph_files: list[SourceFile] = []
@@ -401,7 +404,7 @@ def _scan_part(context: _PartContext, chunks) -> _Part:
             if flags & (AST | GRAPH):
                 batch.append(f)  # its edges, or (AST only) grimp's check of the whole file's syntax
             records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
-        if len(batch) >= _BATCH:
+        if len(batch) >= batch_size:
             background.submit(batch, decoded)
             batch = []
         # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
