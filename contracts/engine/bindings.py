@@ -157,7 +157,7 @@ def _occurrences(text: bytes, word: bytes):
         pos = text.find(word, end)
 
 
-def _defs_at_column_0(text: bytes) -> set[str]:
+def defs_at_column_0(text: bytes) -> set[str]:
     """The names of the `def`s and `class`es that start a line at column 0."""
     out = set()
     for head in (b"\ndef ", b"\nclass ", b"\nasync def "):
@@ -222,6 +222,7 @@ class ModuleIndex:
         self._blob: tuple[bytes, list[int], list[str]] | None = None
         self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
         self._binds: dict[tuple[str, str], bool | None] = {}
+        self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
 
     # ---- modules
 
@@ -322,9 +323,11 @@ class ModuleIndex:
         found = self._import_bound.get(module)
         if found is None:
             found = {name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
-            text = self.text(module)
-            if text is not None:
-                found.update(_defs_at_column_0(text))
+            defs = self.defs.get(module)
+            if defs is None:
+                text = self.text(module)
+                defs = defs_at_column_0(text) if text is not None else ()
+            found.update(defs)
             self._import_bound[module] = found
         return found
 

@@ -72,6 +72,10 @@ class ScanPlan:
     # A rule reads the text of every file itself (`missing_imports`): the bytes read are kept
     # in `Model.texts`, and any changed file changes the generation.
     texts: bool = False
+    # The root names of the `missing_imports` packages, when one reader serves every such
+    # contract: each file's import statements and column-0 definitions are then read where the
+    # file is read (in the workers, `Model.statements`), not after.
+    statement_roots: tuple[str, ...] = ()
 
     @property
     def layout(self):
@@ -116,6 +120,10 @@ class Model:
     started: float = 0.0  # when the build started, before it read anything
     texts: dict[str, bytes] = field(default_factory=dict)  # rel path -> content, read in this run (`ScanPlan.texts`)
     workers: int = 1  # processes that read the files (`workers.py`)
+    # rel path -> (statements, unsure lines, whole file unsure, column-0 `def`/`class` names), read
+    # in this run for `ScanPlan.statement_roots`.
+    statements: dict[str, tuple] = field(default_factory=dict)
+    statement_roots: tuple[str, ...] = ()  # what `statements` were read for
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the build (`--verbose`)
 
     @property
@@ -190,7 +198,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     disc = discover(src, plan.roots, plan.layout)
     phases["walk"] = time.perf_counter() - clock
     inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
-    model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off", started=started)
+    model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off", started=started,
+                  statement_roots=plan.statement_roots)
 
     records: dict[str, list] = {}
     todo: list[SourceFile] = []
@@ -221,6 +230,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
         decoded |= part.decoded
         if plan.texts:
             model.texts.update(part.texts)
+            model.statements.update(part.statements)
     order = {f.rel: i for i, f in enumerate(disc.files)}
     records = dict(sorted(records.items(), key=lambda item: order[item[0]]))
     if plan.texts:
@@ -343,6 +353,13 @@ class _Part:
     touched: set[str] = field(default_factory=set)
     decoded: set[str] = field(default_factory=set)
     texts: dict[str, bytes] = field(default_factory=dict)  # `ScanPlan.texts`
+    statements: dict[str, tuple] = field(default_factory=dict)  # `ScanPlan.statement_roots`
+
+    def before_transfer(self) -> None:
+        """In a worker, before pickling: the texts stay behind (the statements read off them go;
+        a rule that needs a text reads the file again)."""
+        if self.statements:
+            self.texts = {}
 
 
 def _scan_part(context: _PartContext, chunks) -> _Part:
@@ -355,6 +372,11 @@ def _scan_part(context: _PartContext, chunks) -> _Part:
     part = _Part()
     records, touched, decoded = part.records, part.touched, part.decoded
     prefilter = _prefilter(plan)
+    reader = None
+    if plan.statement_roots:
+        from contracts.engine.import_lines import StatementReader
+
+        reader = StatementReader(plan.statement_roots)
     background = _Background(EdgeScanner(context.known, context.roots))
     # Each native call also converts the description of every module of the tree (~1 us each):
     # batches grow with the tree, so that fixed cost stays a small share of the scan.
@@ -383,6 +405,8 @@ def _scan_part(context: _PartContext, chunks) -> _Part:
             touched.add(f.rel)
             if plan.texts:
                 part.texts[f.rel] = data
+            if reader is not None:
+                part.statements[f.rel] = _statements_of(reader, data)
             # Every file's hash (SHA-1: 0.04 s for upstream's 68 MB): after a fresh copy or
             # checkout (every ctime new) the unchanged files are told by it, without the prefilter.
             digest = content_digest(data) if context.hashed else None
@@ -416,6 +440,17 @@ def _scan_part(context: _PartContext, chunks) -> _Part:
     _rescan_unchecked(records, kept, done, by_rel, hot, plan, set(edges))
     _store_edges(records, graph_files, edges, failed, plan, texts)
     return part
+
+
+def _statements_of(reader, data: bytes) -> tuple:
+    """What `missing_imports` reads off every file's text: (statements, unsure lines, whole file
+    unsure, the names of its column-0 `def`s and `class`es); plain values, for a worker to send."""
+    from contracts.engine.bindings import defs_at_column_0
+    from contracts.engine.import_lines import WHOLE_FILE
+
+    found, doubt = reader.read(data)
+    whole = doubt is WHOLE_FILE  # (an identity: it would not survive pickling)
+    return found, [] if whole else doubt, whole, defs_at_column_0(data)
 
 
 def _store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dict, plan: ScanPlan,

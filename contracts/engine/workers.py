@@ -162,7 +162,10 @@ def _fork(scan, context, pieces: list, queue: _Queue) -> tuple[int, int] | None:
             queue.close_write()
             taken: list[int] = []
             try:
-                answer = (True, taken, scan(context, queue.take(pieces, taken)))
+                value = scan(context, queue.take(pieces, taken))
+                if hasattr(value, "before_transfer"):
+                    value.before_transfer()  # what need not travel (it can be read again)
+                answer = (True, taken, value)
             except BaseException as e:  # noqa: BLE001 - reported as a failure; the parent rescans
                 answer = (False, taken, repr(e))
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)

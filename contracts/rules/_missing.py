@@ -41,6 +41,10 @@ class _Analysis:
         self.packages = spec.packages_for(config.root_packages)
         self.removed = tuple(p for r in config.removed for p in r.removed)
 
+    def model_roots(self) -> tuple[str, ...]:
+        """The roots the build read statements for (`ScanPlan.statement_roots`)."""
+        return self.model.statement_roots
+
     def internal(self, module: str) -> bool:
         return any(is_under(module, p) for p in self.packages)
 
@@ -53,35 +57,52 @@ class _Analysis:
     def run(self) -> list[Finding]:
         model = self.model
         texts = model.texts
-        reader = StatementReader(tuple(sorted({p.split(".", 1)[0] for p in self.packages})))
-        statements, unsure = {}, {}
+        roots = tuple(sorted({p.split(".", 1)[0] for p in self.packages}))
+        reader = StatementReader(roots)
+        # Read with the files where the build did it (in its workers), else here.
+        read = model.statements if roots == self.model_roots() else {}
+        statements, unsure, defs = {}, {}, {}
         readable = []
         for f in model.discovery.files:
-            data = texts.get(f.rel)
-            if data is None:
-                try:
-                    with open(f.path, "rb") as fh:
-                        data = texts[f.rel] = fh.read()
-                except OSError:
-                    continue  # `not-scanned` reports it
-            found, doubt = reader.read(data)
+            done = read.get(f.rel)
+            if done is not None:
+                found, doubt, whole, defs[f.module] = done
+                doubt = WHOLE_FILE if whole else doubt
+            else:
+                data = texts.get(f.rel)
+                if data is None:
+                    try:
+                        with open(f.path, "rb") as fh:
+                            data = texts[f.rel] = fh.read()
+                    except OSError:
+                        continue  # `not-scanned` reports it
+                found, doubt = reader.read(data)
             statements[f.module] = found
             if doubt:
                 unsure[f.module] = doubt
             readable.append(f)
         index = self.index = ModuleIndex(model.src, model.discovery, texts, statements)
+        index.defs = defs
         index.unsure = set(unsure)
         out: list[Finding] = []
         for f in readable:
             doubt = unsure.get(f.module, ())
             if doubt is WHOLE_FILE:
-                out.extend(self._exact(f, texts[f.rel], None))
+                out.extend(self._exact(f, self._text(f), None))
                 continue
             # The suspects, and the lines the text pass could not read (parsed around them).
             lines = sorted({*self._suspect_lines(f, statements[f.module]), *doubt})
             if lines:
-                out.extend(self._exact(f, texts[f.rel], lines))
+                out.extend(self._exact(f, self._text(f), lines))
         return sorted(set(out))
+
+    def _text(self, f) -> bytes:
+        """`f`'s content: read by this run already, or (a worker read it) read again."""
+        data = self.model.texts.get(f.rel)
+        if data is None:
+            with open(f.path, "rb") as fh:
+                data = self.model.texts[f.rel] = fh.read()
+        return data
 
     def _suspect_lines(self, f, stmts) -> list[int]:
         """The lines of the statements in which something may be missing."""

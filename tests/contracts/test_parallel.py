@@ -165,3 +165,34 @@ def test_no_fork_where_it_is_unsafe(monkeypatch):
     monkeypatch.setattr(workers, "cores", lambda: 2)
     assert workers.jobs(0, workers.MIN_FILES - 1) == 1  # too few files to pay for a fork
     assert workers.jobs(0, workers.MIN_FILES) == 2
+
+
+def test_missing_imports_read_in_workers_gives_what_one_process_gives(tmp_path):
+    """The text pass of `missing_imports` runs where the files are read (in the workers): the
+    statements travel back, the texts do not; a file only `ast` can read (a lone carriage
+    return) comes back marked so."""
+    files = {"pkg/__init__.py": "", "pkg/core.py": "def present():\n    pass\nclass Kept:\n    pass\n"}
+    for i in range(150):
+        files[f"pkg/m{i}.py"] = (
+            "from pkg.core import present, absent\n" if i % 5 == 0 else
+            "import pkg.gone.module\n" if i % 5 == 1 else
+            "from pkg.core import Kept\r x = 1\n" if i % 5 == 2 else  # a lone CR: the whole file to ast
+            f"from pkg.m{(i + 1) % 150} import *\n" if i % 5 == 3 else
+            "def f():\n    from pkg import nothing_here\n")
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode())
+    env = {k: v for k, v in os.environ.items() if k != workers.ENV}
+    env["PYTHONPATH"] = str(REPO)
+    out = {}
+    for jobs in ("1", "2"):
+        proc = subprocess.run([sys.executable, "-m", "contracts", "--src", str(tmp_path), "--root-package", "pkg",
+                               "--no-cache", "--format", "json", "--jobs", jobs, "-v"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert f"in {jobs} process" in proc.stderr, proc.stderr
+        out[jobs] = proc.stdout
+    assert out["1"] == out["2"]
+    rules = [f["rule"] for f in json.loads(out["1"])["findings"]]
+    assert rules.count("missing-name") >= 30 and rules.count("missing-module") >= 30
