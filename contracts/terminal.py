@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 
 def use_colour(stream) -> bool:
@@ -25,6 +26,25 @@ def use_colour(stream) -> bool:
         return bool(isatty and isatty())
     except (OSError, ValueError):
         return False
+
+
+# The progress lines showing now. Around a fork (the engine's workers) their locks are held, so
+# the line is never half written, and no lock of stderr's held, when a child starts.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+def _before_fork() -> None:
+    for progress in list(_LIVE):
+        progress._lock.acquire()
+
+
+def _after_fork() -> None:
+    for progress in list(_LIVE):
+        progress._lock.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
 
 
 class Progress:
@@ -51,9 +71,13 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.enabled and self._thread is None:
+            from contracts.engine import workers
+
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, daemon=True)
             self._thread.start()
+            _LIVE.add(self)
+            workers.declare_fork_safe(self._thread)  # it writes only under `_lock`, held around a fork
         return self
 
     def __exit__(self, *exc) -> None:
@@ -64,6 +88,7 @@ class Progress:
             self._stop.set()
             self._thread.join()
             self._thread = None
+            _LIVE.discard(self)
         with self._lock:
             if self._shown:
                 self.stream.write("\r\x1b[K")

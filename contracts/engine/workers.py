@@ -53,9 +53,22 @@ def jobs(asked: int | None, files: int) -> int:
     return min(asked, files)
 
 
+_FORK_SAFE: set[int] = set()  # idents of threads that hold no lock a child could need
+
+
+def declare_fork_safe(thread: threading.Thread) -> None:
+    """`thread` may run while this module forks: it takes no lock the scan needs, or gives it up
+    around a fork (`os.register_at_fork`), as the terminal's progress line does."""
+    if thread.ident is not None:
+        _FORK_SAFE.add(thread.ident)
+
+
 def fork_is_safe() -> bool:
-    return (hasattr(os, "fork") and threading.active_count() == 1
-            and "grimp._rustgrimp" not in sys.modules)
+    """Nothing but this thread (and threads declared safe) runs, and grimp's native module,
+    whose thread pool would not survive a fork, is not loaded."""
+    here = threading.current_thread()
+    others = [t for t in threading.enumerate() if t is not here and t.ident not in _FORK_SAFE]
+    return hasattr(os, "fork") and not others and "grimp._rustgrimp" not in sys.modules
 
 
 def chunks(files: list, n: int) -> list[list]:

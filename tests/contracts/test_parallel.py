@@ -196,3 +196,42 @@ def test_missing_imports_read_in_workers_gives_what_one_process_gives(tmp_path):
     assert out["1"] == out["2"]
     rules = [f["rule"] for f in json.loads(out["1"])["findings"]]
     assert rules.count("missing-name") >= 30 and rules.count("missing-module") >= 30
+
+
+def test_the_progress_line_does_not_keep_a_terminal_run_on_one_core(tree):
+    """On a terminal the progress line runs a thread; it writes only under a lock held around a
+    fork, so the run still forks (and the line is never half written when a child starts)."""
+    root = tree(_many(tree))
+    code = ("import sys; from contracts.terminal import Progress; from contracts.engine import workers\n"
+            "p = Progress(enabled=True, stream=open('/dev/null', 'w'), delay=0.0)\n"
+            "with p.phase('checking'):\n"
+            "    assert workers.fork_is_safe(), 'the progress thread blocks the fork'\n"
+            "    from contracts.cli import main\n"
+            f"    code = main(['--src', {str(root)!r}, '--config', {str(root / '.importlinter')!r}, '--no-cache',"
+            " '--jobs', '2', '-v', '--format', 'json'])\n"
+            "sys.exit(code)\n")
+    env = {k: v for k, v in os.environ.items() if k != workers.ENV}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "in 2 processes" in proc.stderr, proc.stderr[-3000:]
+    one = _cli(root, "--jobs", "1", "--format", "json")
+    assert proc.stdout == one.stdout
+
+
+def test_an_unknown_thread_keeps_the_run_in_one_process(monkeypatch):
+    import threading
+
+    monkeypatch.delitem(sys.modules, "grimp._rustgrimp", raising=False)
+    monkeypatch.setattr(workers.threading, "enumerate", lambda: [threading.current_thread()])
+    assert workers.fork_is_safe()  # alone: it may fork
+    monkeypatch.undo()
+    monkeypatch.delitem(sys.modules, "grimp._rustgrimp", raising=False)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not workers.fork_is_safe()
+        assert workers.jobs(2, 10_000) == 1
+    finally:
+        stop.set()
+        thread.join()
