@@ -182,7 +182,7 @@ def run(config: Config, src: str, paths: list[str] | None = None,
     if full is None:
         # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
         # changed or added can carry a chain into a given file.
-        model = build_model(src, plan, cache_dir, jobs)
+        model = build_model(src, plan, cache_dir, jobs, lazy=True)
         status = model.cache_status
         if key:
             full = _from_data(load_result(src, plan, cache_dir, key, generation=model.generation))
@@ -380,6 +380,7 @@ def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> R
     """The findings of the whole tree (no path filter)."""
     from contracts import rules
 
+    model.assemble()
     engine = rules.parse_error.check(model) + rules.not_scanned.check(model)
     results = []
     for spec in config.specs:

@@ -124,11 +124,36 @@ class Model:
     # in this run for `ScanPlan.statement_roots`.
     statements: dict[str, tuple] = field(default_factory=dict)
     statement_roots: tuple[str, ...] = ()  # what `statements` were read for
+    _pending: tuple | None = field(default=None, repr=False)  # what `assemble` builds from
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the build (`--verbose`)
 
     @property
     def modules(self) -> dict[str, SourceFile]:
         return self.discovery.by_module
+
+    def assemble(self) -> Model:
+        """Fill `refs`, `errors`, `edges` and `graph_modules` from the records (once)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return self
+        from contracts.engine.scan import ImportRef
+
+        records, graph_set, unreadable = pending
+        for f in self.discovery.files:
+            rec = records.get(f.rel)
+            if rec is None:
+                continue
+            if rec[ERROR] is not None:
+                self.errors[f.rel] = rec[ERROR]
+            if rec[REFS] is not None:
+                self.refs[f.rel] = [ImportRef(*t) for t in rec[REFS]]
+            if rec[EDGES] is not None and f.module in graph_set:
+                self.graph_modules.add(f.module)
+                names = rec[NAMES] or {}
+                for imported, line, contents in rec[EDGES]:
+                    self.edges.append(Edge(f.module, imported, line, contents, names.get(line)))
+        self.errors.update(unreadable)
+        return self
 
     def graph(self):
         from contracts.engine.graph import build_import_graph
@@ -183,9 +208,12 @@ def _read(path: str, inside: tuple[str, ...] = ()) -> tuple[bytes, int]:
     return data, _ctime_ns(st)
 
 
-def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: int | None = None) -> Model:
+def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: int | None = None,
+                lazy: bool = False) -> Model:
     """The model of the tree under `src`: every file is stat'ed, the cache reused for those whose
-    stat is unchanged. `jobs`: processes for the files to read (None: `workers.jobs()`)."""
+    stat is unchanged. `jobs`: processes for the files to read (None: `workers.jobs()`).
+    `lazy`: leave `refs`, `errors`, `edges` and `graph_modules` empty until `Model.assemble()`
+    (a run whose findings the cache holds for this generation never needs them)."""
     from contracts.engine import workers
 
     started = time.time()
@@ -297,22 +325,9 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
 
     phases["closure"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    from contracts.engine.scan import ImportRef
-
-    for f in disc.files:
-        rec = records.get(f.rel)
-        if rec is None:
-            continue
-        if rec[ERROR] is not None:
-            model.errors[f.rel] = rec[ERROR]
-        if rec[REFS] is not None:
-            model.refs[f.rel] = [ImportRef(*t) for t in rec[REFS]]
-        if rec[EDGES] is not None and f.module in graph_set:
-            model.graph_modules.add(f.module)
-            names = rec[NAMES] or {}
-            for imported, line, contents in rec[EDGES]:
-                model.edges.append(Edge(f.module, imported, line, contents, names.get(line)))
-    model.errors.update(unreadable)
+    model._pending = (records, graph_set, unreadable)
+    if not lazy:
+        model.assemble()
     model.files_read = len(records)
 
     listing = [(f.rel, f.module, f.is_package) for f in disc.files]
@@ -328,7 +343,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
                     "missing_roots": disc.missing_roots, "unreadable": unreadable,
                     "other_modules": disc.other_modules,
                     "generation": model.generation}, started)
-    phases["assemble"] = time.perf_counter() - clock
+    phases["finish"] = time.perf_counter() - clock
     model.phases = phases
     return model
 
