@@ -56,6 +56,12 @@ class Discovery:
     # "directory" / "stub" / "extension" / "excluded" (by the config: it and everything below
     # it exist, unread). What exists is the union of these and `files`.
     other_modules: dict[str, str] = field(default_factory=dict)
+    # (path, mtime_ns, ctime_ns) of every directory walked, and whether the walk saw all there
+    # is under the roots: no link, nothing excluded, skipped or dropped. Then `dirs` and `files`
+    # are the tree's full state (the cache's stamp is made of them, not of a second walk).
+    dirs: list[tuple[str, int, int]] = field(default_factory=list)
+    whole: bool = True
+    unwalked: list[str] = field(default_factory=list)  # directories under a root not entered (a dotted name)
 
     @functools.cached_property
     def by_module(self) -> dict[str, SourceFile]:
@@ -75,6 +81,8 @@ def discover(src: str, roots: tuple[str, ...] | list[str], layout=None) -> Disco
     walker.layout = layout
     for root in roots:
         top = os.path.join(src, root)
+        if os.path.islink(top) or os.path.islink(top + ".py"):
+            result.whole = False
         if os.path.isdir(top):
             walker.inside.append(os.path.realpath(top))  # a root may itself be a link
     for root in roots:
@@ -113,6 +121,7 @@ class _Walker:
         return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
     def skip(self, path: str, reason: str) -> None:
+        self.result.whole = False
         self.result.skipped.append((self.rel(path), reason))
 
     def add_file(self, path: str, parts: list[str], is_init: bool, st=None) -> None:
@@ -131,9 +140,11 @@ class _Walker:
         if depth and "." in parts[-1]:
             # `a.b/x.py` would be module `a.b.x`, which is `a/b/x.py`: no import reaches it (and
             # grimp's scanner, handed such a name, panics). Reported when it holds Python files.
+            self.result.unwalked.append(directory)  # (the cache's stamp walks it: `model._tree_state`)
             if _holds_py(directory):
-                self.skip(directory, "a directory name with a dot cannot be a package: Python cannot "
-                                     "import the `.py` files in it (rename it, or exclude it)")
+                self.result.skipped.append((self.rel(directory), "a directory name with a dot cannot be a "
+                                            "package: Python cannot import the `.py` files in it (rename it, "
+                                            "or exclude it)"))
             return
         if depth > MAX_DEPTH:
             self.skip(directory, f"nested deeper than {MAX_DEPTH} directories; not walked")
@@ -143,6 +154,7 @@ class _Walker:
         except OSError as e:
             self.skip(directory, f"cannot stat directory: {e.strerror or e}")
             return
+        self.result.dirs.append((directory, st.st_mtime_ns, st.st_ctime_ns))
         key = (st.st_dev, st.st_ino)
         if key in self.walked:  # a bind mount or a hard-linked directory: walk it once
             self.skip(directory, f"same directory as `{self.walked[key]}`, scanned there")
@@ -165,6 +177,7 @@ class _Walker:
         if self.layout is not None and self.layout.excluded_by(entry.path):
             # Excluded by the config (vendored, generated): deliberately not scanned, yet it
             # exists for whoever imports it (`index.py` knows nothing of what it holds).
+            self.result.whole = False
             stem = name.split(".", 1)[0] if name.endswith((".py", ".pyi", ".so", ".pyd")) else name
             if stem != "__init__" and stem.isidentifier():
                 self.result.other_modules[".".join(parts + [stem])] = "excluded"
@@ -176,6 +189,7 @@ class _Walker:
             return
         try:
             if entry.is_symlink():
+                self.result.whole = False
                 self._link(entry, parts, depth)
                 return
             est = entry.stat(follow_symlinks=False)
@@ -258,6 +272,7 @@ def _drop_shadowed(result: Discovery) -> None:
     kept = []
     for f in result.files:
         if not f.is_package and f.module in packages:
+            result.whole = False
             result.skipped.append((f.rel, f"shadowed by the package `{packages[f.module].rpartition('/')[0]}/`: "
                                           f"Python imports the package, never this file; delete or rename it"))
         else:

@@ -725,34 +725,34 @@ def _tree_state(model: Model, plan: ScanPlan, started: float):
     """(roots, dirs, files) with the stat of every directory and `.py` file under the roots, or
     None when it cannot vouch for the run's findings: a symlink (what it points to can change
     without any stat under the roots changing), something modified while the run read it (or
-    within `RACY_SECONDS` of its start), an unreadable directory."""
+    within `RACY_SECONDS` of its start), an unreadable directory.
+
+    Where the build's walk saw everything (`Discovery.whole`: no link, nothing excluded or
+    unreadable) its stats are the state, with the directories it did not enter (a dotted name)
+    walked here: stats taken before the files were read, so an edit during the run shows as a
+    different stat next time (a second walk of 0.5.23 costs 0.05 s). Else the tree is walked."""
     limit = int((started - RACY_SECONDS) * 1e9)
     src = model.src
+    disc = model.discovery
     roots, dirs, files = [], [], []
     try:
-        for root in plan.roots:
-            top = os.path.join(src, root)
-            roots.append((top, os.path.isdir(top), os.path.isfile(top + ".py")))
-            stack = [top] if os.path.isdir(top) else []
-            if os.path.isfile(top + ".py"):
-                st = os.stat(top + ".py", follow_symlinks=False)
-                files.append((top + ".py", st.st_mtime_ns, st.st_ctime_ns, st.st_size))
-            while stack:
-                directory = stack.pop()
-                st = os.stat(directory, follow_symlinks=False)
-                if stat_mod.S_ISLNK(st.st_mode):
+        if disc.whole and disc.files and all(f.ctime_ns for f in disc.files):
+            roots = [(os.path.join(src, r), os.path.isdir(os.path.join(src, r)),
+                      os.path.isfile(os.path.join(src, r) + ".py")) for r in plan.roots]
+            dirs = list(disc.dirs)
+            files = [(f.path, f.mtime_ns, f.ctime_ns, f.size) for f in disc.files]
+            for directory in disc.unwalked:
+                if not _walk_state(directory, dirs, files):
                     return None
-                dirs.append((directory, st.st_mtime_ns, st.st_ctime_ns))
-                with os.scandir(directory) as it:
-                    for entry in it:
-                        if entry.is_symlink():
-                            return None
-                        if entry.is_dir(follow_symlinks=False):
-                            if entry.name != "__pycache__":
-                                stack.append(entry.path)
-                        elif entry.name.endswith(".py"):
-                            st = entry.stat(follow_symlinks=False)
-                            files.append((entry.path, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+        else:
+            for root in plan.roots:
+                top = os.path.join(src, root)
+                roots.append((top, os.path.isdir(top), os.path.isfile(top + ".py")))
+                if os.path.isfile(top + ".py"):
+                    st = os.stat(top + ".py", follow_symlinks=False)
+                    files.append((top + ".py", st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+                if os.path.isdir(top) and not _walk_state(top, dirs, files):
+                    return None
     except OSError:
         return None
     if any(m >= limit or c >= limit for _, m, c in dirs) or any(m >= limit or c >= limit for _, m, c, _ in files):
@@ -764,3 +764,26 @@ def _tree_state(model: Model, plan: ScanPlan, started: float):
     dirs.sort()
     files.sort()
     return roots, dirs, files
+
+
+def _walk_state(top: str, dirs: list, files: list) -> bool:
+    """Add the stats of `top`, every directory and `.py` file under it to `dirs` and `files`;
+    False at a symlink (raises OSError where a directory cannot be read)."""
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        st = os.stat(directory, follow_symlinks=False)
+        if stat_mod.S_ISLNK(st.st_mode):
+            return False
+        dirs.append((directory, st.st_mtime_ns, st.st_ctime_ns))
+        with os.scandir(directory) as it:
+            for entry in it:
+                if entry.is_symlink():
+                    return False
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    st = entry.stat(follow_symlinks=False)
+                    files.append((entry.path, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+    return True

@@ -23,6 +23,7 @@ import os
 import pickle
 import sys
 import threading
+import weakref
 
 # Below this many files to read a fork's fixed costs (the child's grimp set-up, the pickling)
 # are not won back; a warm run with a few changed files never forks.
@@ -53,21 +54,21 @@ def jobs(asked: int | None, files: int) -> int:
     return min(asked, files)
 
 
-_FORK_SAFE: set[int] = set()  # idents of threads that hold no lock a child could need
+# Threads that hold no lock a child could need (the objects: an ident is reused once a thread ends).
+_FORK_SAFE: weakref.WeakSet = weakref.WeakSet()
 
 
 def declare_fork_safe(thread: threading.Thread) -> None:
     """`thread` may run while this module forks: it takes no lock the scan needs, or gives it up
     around a fork (`os.register_at_fork`), as the terminal's progress line does."""
-    if thread.ident is not None:
-        _FORK_SAFE.add(thread.ident)
+    _FORK_SAFE.add(thread)
 
 
 def fork_is_safe() -> bool:
     """Nothing but this thread (and threads declared safe) runs, and grimp's native module,
     whose thread pool would not survive a fork, is not loaded."""
     here = threading.current_thread()
-    others = [t for t in threading.enumerate() if t is not here and t.ident not in _FORK_SAFE]
+    others = [t for t in threading.enumerate() if t is not here and t not in _FORK_SAFE]
     return hasattr(os, "fork") and not others and "grimp._rustgrimp" not in sys.modules
 
 

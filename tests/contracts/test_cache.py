@@ -300,3 +300,47 @@ def test_runs_of_different_contracts_do_not_mix(tree, tmp_path_factory, not_racy
     assert sorted(f.rule for f in full.findings) == ["group-boundary", "removed-module"]
     again = check.run(cfg, str(root), cache_dir=str(cache), contract_ids=["removed"])
     assert _summary(again) == _summary(only)
+
+
+def _both_states(root):
+    """The stamp's tree state made from the walk's stats, and made by walking again."""
+    cfg = config_mod.load(str(root / ".importlinter"))
+    plan = check.plan_for(cfg)
+    model = model_mod.build_model(str(root), plan)
+    whole = model.discovery.whole
+    from_walk = model_mod._tree_state(model, plan, model.started)
+    model.discovery.whole = False  # as for a tree the walk did not see whole
+    walked_again = model_mod._tree_state(model, plan, model.started)
+    return whole, from_walk, walked_again
+
+
+def test_the_stamp_from_the_walk_is_the_stamp_a_second_walk_makes(tree, not_racy):
+    # (a dotted directory is not entered by the walk: the stamp walks it)
+    root = tree({"pkg/srt/m.py": VIOLATION, "pkg/srt/ns_dir/deep/x.py": "x = 1\n", "pkg/srt/data.txt": "x\n",
+                 "pkg/srt/stub.pyi": "x: int\n", "pkg/multimodal/.agents/tool/run.py": "import pkg.jit_kernel\n"})
+    whole, from_walk, walked_again = _both_states(root)
+    assert whole and from_walk is not None and from_walk == walked_again
+    assert len(from_walk[2]) == len(list(root.rglob("*.py")))
+
+
+@pytest.mark.parametrize("shape", ["symlink", "dotted directory", "shadowed module"])
+def test_a_tree_the_walk_did_not_see_whole_gets_a_stamp_that_sees_every_file(tree, not_racy, shape):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    if shape == "symlink":
+        os.symlink(root / "pkg" / "srt" / "m.py", root / "pkg" / "srt" / "alias.py")
+    elif shape == "dotted directory":
+        (root / "pkg" / "srt" / "v1.2").mkdir()
+        (root / "pkg" / "srt" / "v1.2" / "old.py").write_text("x = 1\n")
+    else:
+        (root / "pkg" / "srt" / "m").mkdir()
+        (root / "pkg" / "srt" / "m" / "__init__.py").write_text("")
+    cfg = config_mod.load(str(root / ".importlinter"))
+    model = model_mod.build_model(str(root), check.plan_for(cfg))
+    assert model.discovery.whole is (shape == "dotted directory")
+    # and a warm run after it is still answered right: the stamp (if any) holds every .py file
+    cache = root / ".cache-test"
+    cold = _run(root, cache)
+    (root / "pkg" / "srt" / "late.py").write_text("import pkg.jit_kernel.norm\n")
+    again = _run(root, cache)
+    assert ("pkg/srt/late.py", 1) in {(f.path, f.line) for f in again.findings}
+    assert len(again.findings) > len(cold.findings)
