@@ -140,7 +140,7 @@ class _Walker:
         if depth and "." in parts[-1]:
             # `a.b/x.py` would be module `a.b.x`, which is `a/b/x.py`: no import reaches it (and
             # grimp's scanner, handed such a name, panics). Reported when it holds Python files.
-            self.result.unwalked.append(directory)  # (the cache's stamp walks it: `model._tree_state`)
+            self.result.unwalked.append(directory)  # (the cache's stamp walks it: `stamp._tree_state`)
             if _holds_py(directory):
                 self.result.skipped.append((self.rel(directory), "a directory name with a dot cannot be a "
                                             "package: Python cannot import the `.py` files in it (rename it, "

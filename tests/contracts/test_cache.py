@@ -14,6 +14,7 @@ from contracts import check
 from contracts import config as config_mod
 from contracts.engine import cache as cache_mod
 from contracts.engine import model as model_mod
+from contracts.engine import stamp as stamp_mod
 from tests.contracts.conftest import run_cli
 
 VIOLATION = "import os\nfrom pkg.jit_kernel import hicache\n"
@@ -34,6 +35,7 @@ def _summary(result) -> list[tuple]:
 def not_racy(monkeypatch):
     """Files written by the test just now count as settled (the real window is 2 s)."""
     monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
+    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)
 
 
 def _forbid(monkeypatch, obj, name):
@@ -308,9 +310,9 @@ def _both_states(root):
     plan = check.plan_for(cfg)
     model = model_mod.build_model(str(root), plan)
     whole = model.discovery.whole
-    from_walk = model_mod._tree_state(model, plan, model.started)
+    from_walk = stamp_mod._tree_state(model, plan, model.started)
     model.discovery.whole = False  # as for a tree the walk did not see whole
-    walked_again = model_mod._tree_state(model, plan, model.started)
+    walked_again = stamp_mod._tree_state(model, plan, model.started)
     return whole, from_walk, walked_again
 
 

@@ -16,6 +16,7 @@ from contracts import check
 from contracts import config as config_mod
 from contracts.engine import cache as cache_mod
 from contracts.engine import model as model_mod
+from contracts.engine import stamp as stamp_mod
 from tests.contracts.conftest import REPO
 
 VIOLATION = "import os\nfrom pkg.jit_kernel import hicache\n"
@@ -30,6 +31,7 @@ def fresh_key(monkeypatch, tmp_path_factory):
     monkeypatch.setattr(cache_mod, "_KEY", None)
     monkeypatch.setattr(cache_mod, "_KEY_DIR", None)
     monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
+    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)
 
 
 def _cli(root: Path, env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -52,7 +54,7 @@ def _forge_stamp(root: Path, key: bytes, state) -> None:
     cfg = config_mod.load(str(root / ".importlinter"))
     src = str(root)
     plan = check.plan_for(cfg)
-    stamp = model_mod._stamp(str(root / CACHE), src, plan)
+    stamp = stamp_mod._stamp(str(root / CACHE), src, plan)
     clean = check.Result(files_scanned=1, files_total=1, findings=[])
     old_key = cache_mod._KEY
     cache_mod._KEY = key
@@ -113,7 +115,7 @@ def test_a_stamp_that_leaves_out_a_directory_vouches_for_nothing(tree):
     cfg = config_mod.load(str(root / ".importlinter"))
     plan = check.plan_for(cfg)
     model = model_mod.build_model(str(root), plan)
-    roots, dirs, files = model_mod._tree_state(model, plan, model.started + 10)
+    roots, dirs, files = stamp_mod._tree_state(model, plan, model.started + 10)
     (root / "pkg/srt/m.py").write_text(VIOLATION)
     srt = str(root / "pkg" / "srt")
     # the state as it was, less the directory the violation is in (and its files)

@@ -12,6 +12,7 @@ from contracts import check
 from contracts import config as config_mod
 from contracts.cli import main
 from contracts.engine import model as model_mod
+from contracts.engine import stamp as stamp_mod
 from tests.contracts.conftest import cwd, run_cli
 
 TREE = {
@@ -25,6 +26,7 @@ TREE = {
 @pytest.fixture
 def not_racy(monkeypatch):
     monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
+    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)
 
 
 def _run(root, paths=None, cache=None):
