@@ -185,8 +185,6 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
 
 # A compound statement's first header line (after its decorators); `match` is kept whole.
 _COMPOUND = re.compile(r"(?:async[ \t]+)?(?:def|class|if|for|while|try|with)\b")
-_BRACKETS_OPEN = str.maketrans("", "", ")]}")
-_BRACKETS_CLOSE = str.maketrans("", "", "([{")
 
 
 def _code_lines(text: str) -> tuple[list[str], list[bool], str] | None:
@@ -333,12 +331,13 @@ def _statement(block: _Block, s: int, t: int, indent: int, hot: set[int], keep: 
         return
     clauses = [s] + [i for i in range(first + 1, t) if block.opens[i] and block.indent[i] == indent
                      and _CLAUSE.match(block.code[i].lstrip())]
-    for c, (head, stop) in enumerate(zip(clauses, clauses[1:] + [t])):
-        header_end = _logical_end(block, first if c == 0 else head, stop)
-        if not block.code[header_end].rstrip().endswith(":"):  # `if x: y`: one line, kept whole
-            for i in range(s, t):
-                keep[i] = True
-            return
+    spans = list(zip(clauses, clauses[1:] + [t]))
+    ends = [_logical_end(block, first if c == 0 else head, stop) for c, (head, stop) in enumerate(spans)]
+    if not all(block.code[e].rstrip().endswith(":") for e in ends):  # `else: pass`: kept whole
+        for i in range(s, t):
+            keep[i] = True
+        return
+    for (head, stop), header_end in zip(spans, ends):
         for i in range(head, header_end + 1):
             keep[i] = True
         body = [i for i in range(header_end + 1, stop) if block.visible[i]]

@@ -58,6 +58,7 @@ SNIPPETS = [
     "def t():\n    x = 1 + \\\n        2\n    return importlib.import_module(\n        'pkg.jit_kernel.norm')\n",
     "def v():\n    '''Docs.'''\n    return 1\n\n\ndef w2():\n    '''pkg.jit_kernel.norm is gone'''\n    x = 'pkg.jit_kernel.utils:f'\n",
     "class I:\n    def a(self):\n        return '''\nclass J:\n    import pkg.jit_kernel.norm\n'''\n    def b(self):\n        import pkg.jit_kernel.utils\n",
+    "def u():\n    try:\n        x = 1\n        import pkg.jit_kernel.norm\n    except ImportError: pass\n",
 ]
 DOCSTRINGS = ["", '"""Module docs mention pkg.jit_kernel."""\n', "# -*- coding: utf-8 -*-\n", "#!/usr/bin/env python\n"]
 
