@@ -84,7 +84,10 @@ def map_parts(scan, context, files: list, n: int) -> list:
     pieces = chunks(files, n)
     if n <= 1 or len(pieces) < 2:
         return [scan(context, iter(pieces))]
-    queue = _Queue(len(pieces))
+    try:
+        queue = _Queue(len(pieces))
+    except OSError:  # no pipe to be had (out of file descriptors): this process alone
+        return [scan(context, iter(pieces))]
     forked = [_fork(scan, context, pieces, queue) for _ in range(n - 1)]  # every fork before any thread
     queue.close_write()
     children = [_Child(*f) for f in forked if f is not None]

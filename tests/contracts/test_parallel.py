@@ -235,3 +235,16 @@ def test_an_unknown_thread_keeps_the_run_in_one_process(monkeypatch):
     finally:
         stop.set()
         thread.join()
+
+
+def test_no_pipe_or_no_fork_means_one_process(monkeypatch):
+    files = _files(500)
+
+    def refuse(*args):
+        raise OSError(24, "Too many open files")
+
+    for name in ("pipe", "fork"):
+        with monkeypatch.context() as m:
+            m.setattr(workers.os, name, refuse)
+            parts = workers.map_parts(_names, None, files, 2)
+        assert sorted(rel for part in parts for rel in part) == sorted(f.rel for f in files)
