@@ -242,7 +242,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     # The files to read, split over processes forked now (before grimp or any thread exists in
     # this one), each part read, filtered and parsed in full; the parts are merged in walk order.
     clock = time.perf_counter()
-    n_jobs = workers.jobs(jobs, len(todo))
+    n_jobs = workers.jobs(jobs, len(todo), sum(1 for f in todo if f.rel not in old_files))
     parts = workers.map_parts(_scan_part, context, todo, n_jobs)
     model.workers = n_jobs
     phases[f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}"] = time.perf_counter() - clock

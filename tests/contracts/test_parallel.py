@@ -248,3 +248,11 @@ def test_no_pipe_or_no_fork_means_one_process(monkeypatch):
             m.setattr(workers.os, name, refuse)
             parts = workers.map_parts(_names, None, files, 2)
         assert sorted(rel for part in parts for rel in part) == sorted(f.rel for f in files)
+
+
+def test_files_with_cached_records_do_not_count_for_a_fork(monkeypatch):
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    assert workers.jobs(0, 5_000, new=5_000) == 2  # cold
+    assert workers.jobs(0, 5_000, new=10) == 1  # a fresh copy: every record there, told by hashes
+    assert workers.jobs(2, 5_000, new=10) == 2  # asked for
