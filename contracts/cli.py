@@ -57,6 +57,20 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
+def _jobs_asked(args) -> int | None:
+    """`--jobs`, else `NAMESPACE_LINT_JOBS` (checked here: a typo there is an error, not a default)."""
+    if args.jobs is not None:
+        return args.jobs
+    raw = os.environ.get("NAMESPACE_LINT_JOBS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        from contracts.errors import UsageError
+
+        raise UsageError(f"NAMESPACE_LINT_JOBS={raw!r}: expected a whole number of processes (0: automatic)")
+    return int(raw)
+
+
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint", description="Guard a namespace migration: removed modules, "
                 "operator-group boundaries, the kernel layer. Reads the same .importlinter as lint-imports.",
@@ -269,7 +283,7 @@ def _check(argv: list[str]) -> int:
     progress = Progress(enabled=None if not args.quiet else False)
     with progress.phase("checking"):
         result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract,
-                     jobs=args.jobs)
+                     jobs=_jobs_asked(args))
     timings.update(result.timings)
     for line in result.warnings:
         print(f"namespace-lint: warning: {line}", file=sys.stderr)
@@ -314,7 +328,7 @@ def _check(argv: list[str]) -> int:
                 # What is left is what a fresh check of the rewritten tree finds (a rewrite can
                 # move lines, and the new import is checked by every contract).
                 result = run(cfg, src, paths=args.paths or None, cache_dir=None, contract_ids=args.contract,
-                             jobs=args.jobs)
+                             jobs=_jobs_asked(args))
                 findings = result.findings
             else:
                 fixed = set(outcome.fixed)

@@ -256,3 +256,9 @@ def test_files_with_cached_records_do_not_count_for_a_fork(monkeypatch):
     assert workers.jobs(0, 5_000, new=5_000) == 2  # cold
     assert workers.jobs(0, 5_000, new=10) == 1  # a fresh copy: every record there, told by hashes
     assert workers.jobs(2, 5_000, new=10) == 2  # asked for
+
+
+def test_a_bad_jobs_variable_is_a_usage_error(tree):
+    root = tree({"pkg/srt/m.py": "x = 1\n"})
+    proc = _cli(root, env_extra={workers.ENV: "two"})
+    assert proc.returncode == 2 and "NAMESPACE_LINT_JOBS='two'" in proc.stderr and "Traceback" not in proc.stderr
