@@ -55,13 +55,9 @@ class Report:
     edits: dict = field(default_factory=dict)  # Finding -> [Edit]: SARIF's `fixes`
 
 
-def _formats() -> dict:
-    from contracts.renderers import concise, full, github, gitlab, json_lines, json_report, junit, sarif
-
-    return {
-        "concise": concise, "text": concise, "full": full, "json": json_report, "json-lines": json_lines,
-        "github": github, "sarif": sarif, "gitlab": gitlab, "junit": junit,
-    }
+# Format -> its renderer module, imported when asked for (a run renders one format).
+_MODULES = {"concise": "concise", "text": "concise", "full": "full", "json": "json_report",
+            "json-lines": "json_lines", "github": "github", "sarif": "sarif", "gitlab": "gitlab", "junit": "junit"}
 
 
 FORMATS = ("concise", "full", "json", "json-lines", "github", "sarif", "gitlab", "junit", "text")
@@ -70,4 +66,6 @@ MACHINE_FORMATS = frozenset({"json", "json-lines", "github", "sarif", "gitlab", 
 
 def render(fmt: str, report: Report) -> str:
     """The text of `report` in format `fmt` (one of FORMATS); ends without a newline."""
-    return _formats()[fmt].render(report)
+    import importlib
+
+    return importlib.import_module(f"contracts.renderers.{_MODULES[fmt]}").render(report)
