@@ -103,7 +103,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
 def _statement_roots(config: Config, missing) -> tuple[str, ...]:
     """The root names `missing_imports` reads statements for, when one reader serves every such
     contract (then the workers read them with the files; else the rule reads them itself)."""
-    roots = {tuple(sorted({p.split(".", 1)[0] for p in spec.packages_for(config.root_packages)})) for spec in missing}
+    roots = {spec.statement_roots(config.root_packages) for spec in missing}
     return roots.pop() if len(roots) == 1 else ()
 
 

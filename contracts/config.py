@@ -271,6 +271,10 @@ class MissingSpec:
     def packages_for(self, roots: tuple[str, ...]) -> tuple[str, ...]:
         return self.packages or roots
 
+    def statement_roots(self, roots: tuple[str, ...]) -> tuple[str, ...]:
+        """The root package names whose import statements the contract reads."""
+        return tuple(sorted({p.split(".", 1)[0] for p in self.packages_for(roots)}))
+
 
 def missing_spec(cid: str, options: dict) -> MissingSpec:
     packages = tuple(_module("packages", m) for m in as_lines(options.get("packages")))

@@ -41,10 +41,6 @@ class _Analysis:
         self.packages = spec.packages_for(config.root_packages)
         self.removed = tuple(p for r in config.removed for p in r.removed)
 
-    def model_roots(self) -> tuple[str, ...]:
-        """The roots the build read statements for (`ScanPlan.statement_roots`)."""
-        return self.model.statement_roots
-
     def internal(self, module: str) -> bool:
         return any(is_under(module, p) for p in self.packages)
 
@@ -57,10 +53,10 @@ class _Analysis:
     def run(self) -> list[Finding]:
         model = self.model
         texts = model.texts
-        roots = tuple(sorted({p.split(".", 1)[0] for p in self.packages}))
+        roots = self.spec.statement_roots(self.config.root_packages)
         reader = StatementReader(roots)
         # Read with the files where the build did it (in its workers), else here.
-        read = model.statements if roots == self.model_roots() else {}
+        read = model.statements if roots == model.statement_roots else {}
         statements, unsure, defs = {}, {}, {}
         readable = []
         for f in model.discovery.files:

@@ -16,7 +16,7 @@ from contracts.check import run
 from contracts.engine import model as model_mod
 from contracts.engine import workers
 
-from .conftest import REPO
+from .conftest import REPO, run_cli
 
 
 class _Serial(model_mod._Background):
@@ -90,11 +90,9 @@ def test_lint_imports_no_cache_turns_off_this_tools_cache_too(tree):
 
 
 def _cli(root, *args, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if k != workers.ENV}
-    env.update(PYTHONPATH=str(REPO), COLUMNS="400", **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "contracts", "--src", str(root), "--config",
-                           str(root / ".importlinter"), "--no-cache", *args],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    # (an empty NAMESPACE_LINT_JOBS is automatic: the caller's own setting does not leak in)
+    return run_cli(["--src", str(root), "--config", str(root / ".importlinter"), "--no-cache", *args], root,
+                   env={workers.ENV: "", "COLUMNS": "400", **(env_extra or {})})
 
 
 def _many(tree, copies: int = 4):
@@ -183,13 +181,10 @@ def test_missing_imports_read_in_workers_gives_what_one_process_gives(tmp_path):
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode())
-    env = {k: v for k, v in os.environ.items() if k != workers.ENV}
-    env["PYTHONPATH"] = str(REPO)
     out = {}
     for jobs in ("1", "2"):
-        proc = subprocess.run([sys.executable, "-m", "contracts", "--src", str(tmp_path), "--root-package", "pkg",
-                               "--no-cache", "--format", "json", "--jobs", jobs, "-v"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        proc = run_cli(["--src", str(tmp_path), "--root-package", "pkg", "--no-cache", "--format", "json",
+                        "--jobs", jobs, "-v"], tmp_path)
         assert proc.returncode == 1, proc.stderr
         assert f"in {jobs} process" in proc.stderr, proc.stderr
         out[jobs] = proc.stdout
