@@ -1,10 +1,11 @@
-"""Import edges, from grimp's native scanner where it can read a file, and the grimp graph.
+"""Import edges, from grimp's native scanner where it can read a file, else from `ast`.
 
 grimp's scanner is native and multithreaded, but its public `build_graph` keeps only what it
 can see: it skips directories without `__init__.py` and drops imports of modules that do not
 exist. Here the scanner is handed every module the engine discovered (namespace directories
-included), and an `ast` pass covers what it cannot read. The resulting edges go into a
-`grimp.ImportGraph`, whose chain queries the graph rules use.
+included), and an `ast` pass covers what it cannot read. The rules walk the resulting edges
+themselves (`rules/_common.py`: breadth-first chains with deterministic ties), so no grimp graph
+is ever built.
 
 Nothing here imports grimp or `ast` until a scan is asked for: a run answered from the cache
 never pays for them.
@@ -292,15 +293,3 @@ def statement_names(lines: list[str], line: int) -> tuple[str, ...] | None:
         return None
     return None
 
-
-def build_import_graph(modules, edges):
-    """A grimp ImportGraph of `modules` with `edges` (Edge objects)."""
-    import grimp
-
-    graph = grimp.ImportGraph()
-    for module in modules:
-        graph.add_module(module)
-    for e in edges:
-        graph.add_import(importer=e.importer, imported=e.imported, line_number=e.line,
-                         line_contents=e.contents)
-    return graph
