@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec
 from contracts.engine import cache
-from contracts.engine.model import Model, ScanPlan, build_model
+from contracts.engine.model import Model, build_model
+from contracts.engine.records import ScanPlan
 from contracts.engine.stamp import load_result, save_result
 from contracts.errors import UsageError
 from contracts.findings import Finding

@@ -12,7 +12,8 @@ import os
 import stat as stat_mod
 
 from contracts.engine.cache import RACY_SECONDS, Cache
-from contracts.engine.model import Model, ScanPlan, _key
+from contracts.engine.model import Model, _key
+from contracts.engine.records import ScanPlan
 
 
 def _stamp(cache_dir: str, src: str, plan: ScanPlan) -> Cache:

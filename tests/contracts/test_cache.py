@@ -14,6 +14,7 @@ from contracts import check
 from contracts import config as config_mod
 from contracts.engine import cache as cache_mod
 from contracts.engine import model as model_mod
+from contracts.engine import reading as reading_mod
 from contracts.engine import stamp as stamp_mod
 from tests.contracts.conftest import run_cli
 
@@ -90,7 +91,7 @@ def test_is_seen_when_an_edit_keeps_size_mtime_and_ctime_within_the_racy_window(
                                                                                 monkeypatch):
     # A filesystem with coarse timestamps: the ctime does not move either. Only the hash of a
     # file read within `RACY_SECONDS` of its last change can tell.
-    monkeypatch.setattr(model_mod, "_ctime_ns", lambda st: 0)
+    monkeypatch.setattr(reading_mod, "_ctime_ns", lambda st: 0)
     root = tree({"pkg/srt/m.py": CLEAN_SAME_SIZE})
     cache = tmp_path_factory.mktemp("cache")
     assert _summary(_run(root, cache)) == []

@@ -12,6 +12,7 @@ from contracts import check
 from contracts import config as config_mod
 from contracts.cli import main
 from contracts.engine import model as model_mod
+from contracts.engine import reading as reading_mod
 from contracts.engine import stamp as stamp_mod
 from tests.contracts.conftest import cwd, run_cli
 
@@ -66,13 +67,13 @@ def test_stats_the_whole_tree_but_reads_only_what_changed(tree, tmp_path_factory
     _run(root, cache=cache)
     (root / "pkg/srt/b.py").write_text("import pkg.jit_kernel.hicache  # edited\n")
     opened = []
-    real_read = model_mod._read
+    real_read = reading_mod.read_source
 
     def spy(path, *args):
         opened.append(str(path))
         return real_read(path, *args)
 
-    monkeypatch.setattr(model_mod, "_read", spy)  # what the scan reads (rules may read more)
+    monkeypatch.setattr(reading_mod, "read_source", spy)  # what the scan reads (rules may read more)
     checked = []
     real_unchanged = model_mod._unchanged
 

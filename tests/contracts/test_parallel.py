@@ -14,12 +14,13 @@ import pytest
 from contracts import config as config_mod
 from contracts.check import run
 from contracts.engine import model as model_mod
+from contracts.engine import reading as reading_mod
 from contracts.engine import workers
 
 from .conftest import REPO, run_cli
 
 
-class _Serial(model_mod._Background):
+class _Serial(reading_mod._Background):
     """The scans in this thread, in the order they are asked for: the serial run."""
 
     def submit(self, files, decoded) -> None:
@@ -67,9 +68,9 @@ def _summary(result) -> list:
 def test_threaded_scan_equals_the_serial_one(tree, monkeypatch):
     root = tree(_generated(tree))
     cfg = config_mod.load(str(root / ".importlinter"))
-    monkeypatch.setattr(model_mod, "_BATCH", 7)  # many batches, submitted while files are read
+    monkeypatch.setattr(reading_mod, "_BATCH", 7)  # many batches, submitted while files are read
     threaded = _summary(run(cfg, str(root)))
-    monkeypatch.setattr(model_mod, "_Background", _Serial)
+    monkeypatch.setattr(reading_mod, "_Background", _Serial)
     serial = _summary(run(cfg, str(root)))
     assert threaded == serial
     rules = {f[3] for f in threaded}

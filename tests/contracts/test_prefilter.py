@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 from contracts import config as config_mod
 from contracts.check import run
 from contracts.config import RemovedSpec
-from contracts.engine import model as model_mod
+from contracts.engine import reading as reading_mod
 from contracts.engine.discover import Discovery, SourceFile
-from contracts.engine.model import Model, file_refs
+from contracts.engine.model import Model
 from contracts.engine.prefilter import RemovedPrefilter
+from contracts.engine.reading import file_refs
 from contracts.engine.scan import scan_source, searchable
 from contracts.rules import removed_module
 
@@ -301,6 +302,6 @@ def test_release_shaped_tree_count_is_pinned_and_equals_an_all_hot_run(tmp_path,
         def hot_lines(self, data, module, is_package):
             return list(range(1, data.count(b"\n") + 2))
 
-    monkeypatch.setattr(model_mod, "_prefilter", lambda plan: AllHot())
+    monkeypatch.setattr(reading_mod, "prefilter_for", lambda plan: AllHot())
     full = run(cfg, str(tmp_path))
     assert sorted((f.path, f.line, f.col, f.imported) for f in full.findings if f.rule == "removed-module") == found

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from contracts import config as config_mod
-from contracts.engine import model as model_mod
+from contracts.engine import reading as reading_mod
 from contracts.engine import window
 from tests.contracts.conftest import BASE_CONFIG, REPO, run_cli, run_json
 
@@ -63,7 +63,7 @@ def test_a_dotted_file_name_is_scanned_without_grimp_panicking(tree):
 
 def test_a_file_over_the_read_limit_is_reported_before_it_is_read(tree, monkeypatch):
     root = tree({"pkg/srt/big.py": "x = 1\n" * 1000, "pkg/srt/m.py": "from pkg.jit_kernel import hicache\n"})
-    monkeypatch.setattr(model_mod, "MAX_READ_BYTES", 4000)
+    monkeypatch.setattr(reading_mod, "MAX_READ_BYTES", 4000)
     reads = []
     real = os.read
 

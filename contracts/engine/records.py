@@ -1,0 +1,85 @@
+"""A file's record, the unit the cache keeps, and the plan that says what goes into one.
+
+A record is a list of plain values (it is pickled by the cache and by a worker sending its part
+back), indexed by the constants below. `ScanPlan` is what a run asks of every file: which words
+or prefixes make it parsed with `ast`, which make its edges scanned, which packages the import
+closure starts from and stops at. Both the build (`model.py`) and the per-file reading
+(`reading.py`) use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from contracts.prefixes import PrefixIndex
+
+# A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
+# memory stays bounded whatever the tree holds (an 8 GiB file, a link to /dev/zero is not even
+# a regular file). Upstream sglang's whole tree is 68 MB; its largest file 375 kB.
+MAX_READ_BYTES = 64 * 2**20
+
+SCAN_VERSION = "7"  # 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
+
+# A record, one per file (a list of plain values): the fields by index.
+MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
+SEMANTIC = slice(FLAGS, NAMES + 1)  # what the rules see of a record
+AST, GRAPH, DECODED = 1, 2, 4  # FLAGS: parse it with ast (names a removed module); scan its
+# edges; Python decodes it otherwise than grimp's scanner does (its edges come from ast)
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    roots: tuple[str, ...]
+    ast_words: tuple[bytes, ...]  # a file containing one of these is parsed with ast
+    ast_prefixes: tuple[str, ...]  # modules under these are always parsed (e.g. a shim)
+    graph_words: tuple[bytes, ...]  # a file containing one of these gets its edges scanned
+    graph_prefixes: tuple[str, ...]  # modules under these always get their edges scanned
+    closure_stop: tuple[str, ...] = ()  # the import closure does not enter these
+    name_prefixes: tuple[str, ...] = ()  # edges into these keep their from-imported names
+    # The removed prefixes themselves: files are routed to ast by `prefilter.py` (lookups by
+    # name parts, one pass over the bytes), not by searching for each of `ast_words`.
+    removed: tuple[str, ...] = ()
+    # The config's `exclude` patterns and the directory they are relative to (`importers.py`).
+    exclude: tuple[str, ...] = ()
+    exclude_base: str = ""
+    # A rule reads the text of every file itself (`missing_imports`): the bytes read are kept
+    # in `Model.texts`, and any changed file changes the generation.
+    texts: bool = False
+    # The root names of the `missing_imports` packages, when one reader serves every such
+    # contract: each file's import statements and column-0 definitions are then read where the
+    # file is read (in the workers, `Model.statements`), not after.
+    statement_roots: tuple[str, ...] = ()
+
+    @property
+    def layout(self):
+        """The `importers.Layout` whose exclusions the walk honours, or None."""
+        from contracts.engine.importers import Layout
+
+        return Layout(self.exclude_base, self.exclude) if self.exclude else None
+
+    @property
+    def key(self) -> str:
+        return repr((SCAN_VERSION, self))
+
+    @cached_property
+    def ast_index(self) -> PrefixIndex:
+        return PrefixIndex(self.ast_prefixes)
+
+    @cached_property
+    def graph_index(self) -> PrefixIndex:
+        return PrefixIndex(self.graph_prefixes)
+
+    @cached_property
+    def name_index(self) -> PrefixIndex:
+        return PrefixIndex(self.name_prefixes)
+
+    @cached_property
+    def stop_index(self) -> PrefixIndex:
+        return PrefixIndex(self.closure_stop)
+
+
+def ref_tuple(r) -> tuple:
+    """An `ImportRef` as the plain tuple a record keeps."""
+    return (r.line, r.col, r.end_line, r.kind, r.imported, r.name, r.asname, r.level, r.lazy,
+            r.type_checking, r.attr, r.guarded)
