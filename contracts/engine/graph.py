@@ -21,7 +21,7 @@ from contracts.engine.discover import SourceFile
 from contracts.engine.files import read_regular
 from contracts.engine.resolve import is_under, physical_lines
 
-MAX_READ_BYTES = 64 * 2**20  # as model.py: what the run read once it reads again
+MAX_READ_BYTES = 64 * 2**20  # as records.py: what the run read once it reads again
 
 # How many physical lines one import statement may span before we stop looking for its end.
 MAX_STATEMENT_LINES = 200

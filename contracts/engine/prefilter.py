@@ -20,7 +20,7 @@ pieces, a non-ASCII identifier -- is hot, so the pass never hides a reference th
 pass would find (`tests/contracts/test_prefilter.py` checks that on generated files).
 
 Files whose text Python reads differently from their bytes (a declared encoding, identifiers
-that NFKC normalization changes) do not come here: they take the word search in `model.py`.
+that NFKC normalization changes) do not come here: they take the word search in `reading.py`.
 """
 
 from __future__ import annotations
