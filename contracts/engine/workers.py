@@ -85,7 +85,8 @@ def map_parts(scan, context, files: list, n: int) -> list:
     """`scan(context, chunks)` in `n` processes, which share the chunks of `files`: a list of
     what each returned (`scan` takes an iterable of chunks, each a list of files)."""
     pieces = chunks(files, n)
-    if n <= 1 or len(pieces) < 2:
+    n = min(n, len(pieces))  # (`--jobs 10000`: a process per chunk at most, not per file)
+    if n <= 1:
         return [scan(context, iter(pieces))]
     try:
         queue = _Queue(len(pieces))

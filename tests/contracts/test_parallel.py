@@ -140,6 +140,21 @@ def test_every_chunk_is_scanned_once_by_someone():
     assert sorted(seen) == sorted(f.rel for f in files)  # each file once, whoever took it
 
 
+def test_more_jobs_than_chunks_forks_one_process_per_chunk_at_most(monkeypatch):
+    forks = []
+    real_fork = workers._fork
+
+    def counting(*args):
+        forks.append(1)
+        return real_fork(*args)
+
+    monkeypatch.setattr(workers, "_fork", counting)
+    files = _files(3 * workers.CHUNK_FILES)  # three chunks
+    parts = workers.map_parts(_names, None, files, 10_000)
+    assert len(forks) == 2  # two children and this process, not one per file asked for
+    assert sorted(rel for part in parts for rel in part) == sorted(f.rel for f in files)
+
+
 def test_a_failing_child_costs_only_time():
     parent = os.getpid()
 
