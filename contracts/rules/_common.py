@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from contracts.engine.files import read_lines
+from contracts.engine.files import read_regular
 from contracts.engine.model import Model
+from contracts.engine.resolve import physical_lines
 
 
 def rel_of(model: Model, module: str) -> str:
@@ -14,16 +15,22 @@ def rel_of(model: Model, module: str) -> str:
 def col_of(model: Model, module: str, line: int) -> int:
     """1-based column of the first non-blank character of `line` in `module`'s file."""
     f = model.modules.get(module)
-    if f is None:
+    if f is None or line < 1:
         return 1
-    cache = model.__dict__.setdefault("_lines", {})
-    lines = cache.get(f.path)
-    if lines is None:
-        lines = cache[f.path] = read_lines(f.path)
-    if 0 < line <= len(lines):
-        text = lines[line - 1]
-        return len(text) - len(text.lstrip()) + 1
-    return 1
+    cache = model.__dict__.setdefault("_texts", {})
+    data = cache.get(f.path)
+    if data is None:
+        try:
+            data = cache[f.path] = read_regular(f.path)[0]
+        except OSError:
+            data = cache[f.path] = b""
+    if b"\r" in data:  # Python's line breaks (\r\n, \r, \n): the slow, exact path
+        lines = physical_lines(data)
+        raw = lines[line - 1] if line <= len(lines) else ""
+    else:  # split only as far as the line: imports are near the top (0.03 s on 0.5.23's findings)
+        pieces = data.split(b"\n", line)
+        raw = pieces[line - 1].decode("utf-8", "replace") if line <= len(pieces) else ""
+    return len(raw) - len(raw.lstrip()) + 1
 
 
 def chain_text(chain) -> str:
