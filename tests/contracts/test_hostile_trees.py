@@ -9,6 +9,7 @@ CLI runs in a subprocess, the way a user runs it, and no run may print a traceba
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import signal
@@ -194,6 +195,22 @@ def test_line_numbers_of_graph_findings_survive_cr_line_endings_and_a_bom(tmp_pa
     assert [line for line, rule, _ in run.at("pkg/kernels/ops/gemm/cr.py")] == [4]
     assert [line for line, rule, _ in run.at("pkg/kernels/ops/gemm/bom.py")] == [2]
     assert [line for line, rule, _ in run.at("pkg/kernels/ops/gemm/crlf.py")] == [3]
+
+
+def test_columns_of_graph_findings_are_the_statements_own_whatever_the_line_endings(tmp_path):
+    # The column is the first non-blank character of the import's line, as Python numbers lines.
+    lazy = "def f():\n\tif True:\n\t    import pkg.kernels.ops.kvcache.hicache\n"
+    root = make_tree(tmp_path, {
+        "pkg/kernels/ops/gemm/lf.py": "x = 1\n" * 40 + lazy,
+        "pkg/kernels/ops/gemm/cr.py": ("x = 1\n" * 40 + lazy).replace("\n", "\r"),
+        "pkg/kernels/ops/gemm/crlf.py": ("x = 1\n" * 40 + lazy).replace("\n", "\r\n"),
+        "pkg/kernels/ops/gemm/ff.py": "x = 1\n\x0cimport pkg.kernels.ops.kvcache.hicache\n",
+    })
+    proc = run_cli(["--no-cache", "--format", "json"], cwd=root)
+    found = {(f["path"], f["line"], f["col"]) for f in json.loads(proc.stdout)["findings"]
+             if f["path"].startswith("pkg/kernels/ops/gemm/") and f["rule"] == "group-boundary"}
+    assert found == {("pkg/kernels/ops/gemm/lf.py", 43, 6), ("pkg/kernels/ops/gemm/cr.py", 43, 6),
+                     ("pkg/kernels/ops/gemm/crlf.py", 43, 6), ("pkg/kernels/ops/gemm/ff.py", 2, 2)}
 
 
 def test_a_syntax_error_in_a_checked_package_is_reported_by_the_graph_rules(tmp_path):
