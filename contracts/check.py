@@ -71,6 +71,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
     ast_prefixes = {p for spec in removed for p in spec.removed}
     graph_prefixes: set[str] = set()
     graph_words: set[bytes] = set()
+    graph_named: set[str] = set()
     name_prefixes: set[str] = set()
     stop: set[str] = set()
     for spec in groups:
@@ -78,6 +79,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
             top = _below_root(m)
             graph_prefixes.add(top)
             graph_words.add(top.rsplit(".", 1)[-1].encode())
+            graph_named.add(top)
             name_prefixes.add(m)
     for spec in layers:
         graph_prefixes.update(spec.layers[1:])
@@ -98,6 +100,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
         exclude_base=config.base if config.exclude else "",
         texts=bool(missing),
         statement_roots=_statement_roots(config, missing),
+        graph_named=tuple(sorted(graph_named)),
     )
 
 

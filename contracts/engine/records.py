@@ -19,7 +19,7 @@ from contracts.prefixes import PrefixIndex
 # a regular file). Upstream sglang's whole tree is 68 MB; its largest file 375 kB.
 MAX_READ_BYTES = 64 * 2**20
 
-SCAN_VERSION = "7"  # 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
+SCAN_VERSION = "8"  # 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
 # A record, one per file (a list of plain values): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
@@ -50,6 +50,11 @@ class ScanPlan:
     # contract: each file's import statements and column-0 definitions are then read where the
     # file is read (in the workers, `Model.statements`), not after.
     statement_roots: tuple[str, ...] = ()
+    # The packages whose importers get their edges scanned (the operator groups' kernel package):
+    # a file holding one of `graph_words` is scanned only if the prefilter finds a line of it that
+    # may name a module under one of these (`triton_kernels`, `self.kernels`, prose are not).
+    # Empty: the word alone decides.
+    graph_named: tuple[str, ...] = ()
 
     @property
     def layout(self):

@@ -305,3 +305,40 @@ def test_release_shaped_tree_count_is_pinned_and_equals_an_all_hot_run(tmp_path,
     monkeypatch.setattr(reading_mod, "prefilter_for", lambda plan: AllHot())
     full = run(cfg, str(tmp_path))
     assert sorted((f.path, f.line, f.col, f.imported) for f in full.findings if f.rule == "removed-module") == found
+
+
+# --------------------------------------------------------------------------- the graph files
+
+_IMPORTERS = {  # outside the kernel package, each importing it in another form
+    "pkg/srt/rel_parent.py": "from .. import kernels\n",
+    "pkg/srt/rel_private.py": "from ..kernels.ops.kvcache.hicache import _private_helper\n",
+    "pkg/srt/ancestor.py": "from pkg import (\n    kernels,\n)\n",
+    "pkg/srt/lazy.py": "def f():\n    import pkg.kernels.ops.kvcache.hicache as h\n    return h\n",
+    "pkg/srt/continued.py": "from pkg.kernels.ops.kvcache.hicache \\\n    import _private_helper\n",
+}
+_WORD_ONLY = {  # the word, and no import of the package: not read for edges, so not parsed
+    "pkg/srt/prose.py": ("# kernels live in pkg/kernels/ops\ntriton_kernels = 1\n"
+                         "class C:\n    kernels = ()\n    def f(self):\n        return self.kernels\n"
+                         "def broken(:\n    pass\n"),
+}
+
+
+def test_a_file_is_read_for_edges_when_it_may_import_the_kernel_package_not_for_the_word(tree):
+    from contracts import check
+    from contracts.engine.model import build_model
+
+    root = tree({**_IMPORTERS, **_WORD_ONLY})
+    cfg = config_mod.load(str(root / ".importlinter"))
+    model = build_model(str(root), check.plan_for(cfg))
+    importers = {m for m in model.graph_modules if m.startswith("pkg.srt.")}
+    assert {f"pkg.srt.{rel[8:-3]}" for rel in _IMPORTERS} <= importers
+    assert "pkg.srt.prose" not in importers
+    edges = {(e.importer, e.imported) for e in model.edges}
+    assert ("pkg.srt.rel_parent", "pkg.kernels") in edges
+    assert ("pkg.srt.ancestor", "pkg.kernels") in edges
+    assert ("pkg.srt.lazy", "pkg.kernels.ops.kvcache.hicache") in edges
+    found = {(f.path, f.rule) for f in run(cfg, str(root)).findings}
+    assert ("pkg/srt/rel_private.py", "private-import") in found
+    assert ("pkg/srt/continued.py", "private-import") in found
+    # A syntax error in a file that names nothing checked is left to Python (docs/guarantees.md).
+    assert not any(path == "pkg/srt/prose.py" for path, _ in found)
