@@ -231,12 +231,15 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
         return any(w in text for w in plan.graph_words) and (
             graph_prefilter is None or bool(graph_prefilter.hot_lines(text, module, f.is_package)))
 
-    raw_graph = names_graph(data)
     under_ast = plan.ast_index.longest_of(module) is not None
-    graph_hit = raw_graph or plan.graph_index.longest_of(module) is not None
+    under_graph = plan.graph_index.longest_of(module) is not None
     # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers); for
     # ASCII source without a declaration (nearly every file) that is `data` itself, at once.
     hay = searchable(data)
+    # (Where the text is the bytes, a module under a graph prefix needs no search: only the
+    # DECODED test below compares what the bytes and the text name.)
+    raw_graph = names_graph(data) if hay is not data or not under_graph else True
+    graph_hit = raw_graph or under_graph
     if prefilter is not None:
         lines = prefilter.hot_lines(hay, module, f.is_package)
         ast_hit = bool(lines) or under_ast
