@@ -7,9 +7,9 @@ Only the files with a line that may name a removed module are parsed with `ast`,
 only the statements around such lines (`window.py`), once grimp's native scanner has parsed the
 whole file, so a syntax error anywhere in it is still reported. Any import of a module under
 `pkg.kernels` from outside `pkg/kernels/` contains the word `kernels`, and the same prefilter,
-asked for `pkg.kernels`, tells such an import from `triton_kernels`, `self.kernels` or prose
-(on 0.5.23, 516 of the 778 files outside the package that hold the word: 16.4 of 22.4 MB): those files get their edges
-from grimp's scanner, on a second thread while this one reads and parses.
+asked for `pkg.kernels`, tells such an import from `triton_kernels`, `self.kernels` or prose (on
+0.5.23, 516 of the 778 files outside the package that hold the word: 16.4 of 22.4 MB): those
+files get their edges from grimp's scanner, on a second thread while this one reads and parses.
 
 `scan_part` does this for the chunks of files it is given (`workers.py` hands them out) and
 returns plain records (`records.py`), which the build (`model.py`) merges in walk order.
