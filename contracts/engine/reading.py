@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from contracts.engine.cache import content_digest
 from contracts.engine.discover import SourceFile
-from contracts.engine.files import NotRegular, TooLarge, read_lines, read_regular
+from contracts.engine.files import NotRegular, TooLarge, read_regular
 from contracts.engine.graph import EdgeScanner, is_plain_import, names_from_text, statement_names
 from contracts.engine.records import (
     AST,
@@ -193,7 +193,7 @@ def store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dic
             rec[ERROR] = failed[f.module]
             continue
         rec[EDGES] = edges.get(f.module, [])
-        rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index, texts.pop(f.rel, None))
+        rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index, texts.pop(f.rel, None), bool(rec[FLAGS] & DECODED))
 
 
 def prefilter_for(plan: ScanPlan):
@@ -360,13 +360,15 @@ def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int
     return scan_source(data, module, is_package, words, lines)
 
 
-def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None) -> dict | None:
+def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None, decoded: bool = False) -> dict | None:
+    """The from-imported names of `edges` into `prefixes`, by line. `decoded`: Python reads the
+    file otherwise than its bytes (a declared encoding): the names come from that text."""
     needed = {}
     for imported, line, contents in edges:
         # (`from a.b \` continues on the next line: the names are read off the whole statement)
-        if line not in needed and ("import" in contents or contents.endswith("\\")) and (
+        if line not in needed and (decoded or "import" in contents or contents.endswith("\\")) and (
                 prefixes.longest_of(imported) is not None):
-            needed[line] = contents
+            needed[line] = contents.lstrip("\ufeff")  # (grimp keeps a BOM in line 1's text)
     if not needed:
         return None
     out: dict = {}
@@ -374,10 +376,25 @@ def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None) -> dic
     for line, contents in sorted(needed.items()):
         # Most statements are whole on the line grimp reports; the file is read only for the
         # rest (a parenthesized list over several lines, a statement after `;`).
-        names = names_from_text(contents)
-        if names is None and not is_plain_import(contents):
+        names = None if decoded else names_from_text(contents)
+        if names is None and (decoded or not is_plain_import(contents)):
             if lines is None:
-                lines = read_lines(f.path) if text is None else physical_lines(text)
+                lines = _python_lines(f, text)
             names = statement_names(lines, line)
         out[line] = names
     return out
+
+
+def _python_lines(f: SourceFile, data: bytes | None) -> list[str]:
+    """`f`'s lines as Python reads and numbers them: its declared encoding, no BOM."""
+    from contracts.engine.scan import decode_source
+
+    if data is None:
+        try:
+            data = read_regular(f.path, limit=MAX_READ_BYTES)[0]
+        except OSError:
+            return []
+    try:
+        return physical_lines(decode_source(data).encode("utf-8"))
+    except (SyntaxError, UnicodeError, LookupError):  # undecodable: the parse says why elsewhere
+        return physical_lines(data)

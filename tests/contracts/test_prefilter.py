@@ -315,6 +315,10 @@ _IMPORTERS = {  # outside the kernel package, each importing it in another form
     "pkg/srt/ancestor.py": "from pkg import (\n    kernels,\n)\n",
     "pkg/srt/lazy.py": "def f():\n    import pkg.kernels.ops.kvcache.hicache as h\n    return h\n",
     "pkg/srt/continued.py": "from pkg.kernels.ops.kvcache.hicache \\\n    import _private_helper\n",
+    # Python reads other text than the bytes: the names come from that text
+    "pkg/srt/bom.py": "\ufefffrom pkg.kernels.ops.kvcache.hicache import _private_helper\n",
+    "pkg/srt/utf7.py": "# coding: utf-7\nfrom pkg.kern+AGU-ls.ops.kvcache.hicache import _private_helper\n",
+    "pkg/srt/fullwidth.py": "from pkg.\uff4bernels.ops.kvcache.hicache import _private_helper\n",
 }
 _WORD_ONLY = {  # the word, and no import of the package: not read for edges, so not parsed
     "pkg/srt/prose.py": ("# kernels live in pkg/kernels/ops\ntriton_kernels = 1\n"
@@ -339,6 +343,7 @@ def test_a_file_is_read_for_edges_when_it_may_import_the_kernel_package_not_for_
     assert ("pkg.srt.lazy", "pkg.kernels.ops.kvcache.hicache") in edges
     found = {(f.path, f.rule) for f in run(cfg, str(root)).findings}
     assert ("pkg/srt/rel_private.py", "private-import") in found
-    assert ("pkg/srt/continued.py", "private-import") in found
+    for rel in ("continued", "bom", "utf7", "fullwidth"):
+        assert (f"pkg/srt/{rel}.py", "private-import") in found, rel
     # A syntax error in a file that names nothing checked is left to Python (docs/guarantees.md).
     assert not any(path == "pkg/srt/prose.py" for path, _ in found)
