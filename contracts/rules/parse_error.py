@@ -10,8 +10,8 @@ cannot be read at all is `not-scanned`.)
 Which files are parsed: every file is read, and a file is parsed when a line of it may name a
 removed module (an import or a quoted dotted path under one, found by name parts on the text as
 Python decodes it, identifiers NFKC-normalized), when a line of it may name the kernel package
-a rule checks (the same search, for that package), or when it lies in a package a rule checks. A syntax error in any other
-file cannot hide a finding, since that file names nothing checked.
+a rule checks (the same search, for that package), or when it lies in a package a rule checks.
+A syntax error in any other file cannot hide a finding, since that file names nothing checked.
 
 ## Why is this bad?
 An import in a file the tool cannot read is an import it cannot check: silence there would
