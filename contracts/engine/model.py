@@ -37,11 +37,10 @@ from contracts.engine.reading import (
     scan_part,
     store_edges,
 )
-from contracts.engine.records import (  # noqa: F401 - the record layout, also known by this module's name
+from contracts.engine.records import (  # noqa: F401 - known here before the split
     AST,
     CTIME,
     DECODED,
-    DIGEST,
     EDGES,
     ERROR,
     FLAGS,
