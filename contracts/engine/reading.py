@@ -236,9 +236,9 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
     # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers); for
     # ASCII source without a declaration (nearly every file) that is `data` itself, at once.
     hay = searchable(data)
-    # (Where the text is the bytes, a module under a graph prefix needs no search: only the
-    # DECODED test below compares what the bytes and the text name.)
-    raw_graph = names_graph(data) if hay is not data or not under_graph else True
+    # A module under a graph prefix is a graph file whatever it names; its bytes are searched
+    # only where the DECODED test below compares what the bytes and the text name.
+    raw_graph = under_graph if under_graph and hay is data else names_graph(data)
     graph_hit = raw_graph or under_graph
     if prefilter is not None:
         lines = prefilter.hot_lines(hay, module, f.is_package)
