@@ -29,6 +29,7 @@ import pytest
 
 from tests.contracts.conftest import REPO, run_cli
 from tests.contracts.test_downstream_example import _wheel
+from tests.contracts.test_fuzz import _resolve  # relative imports, by hand
 
 pytestmark = pytest.mark.slow
 
@@ -71,13 +72,9 @@ def _oracle(root) -> tuple[dict[str, list[tuple[int, str]]], list[tuple[str, str
                     found += [(node.lineno, a.name) for a in node.names]
                     imports += [(module, a.name, node.lineno) for a in node.names]
                 elif isinstance(node, ast.ImportFrom):
-                    base = node.module or ""
-                    if node.level:
-                        parts = module.split(".") if package else module.split(".")[:-1]
-                        if node.level - 1 > len(parts) - 1:
-                            continue  # above the top package
-                        parts = parts[:len(parts) - (node.level - 1)]
-                        base = ".".join(parts + ([node.module] if node.module else []))
+                    base = _resolve(module, package, node.level, node.module)
+                    if base is None:
+                        continue  # above the top package
                     found.append((node.lineno, base))
                     found += [(node.lineno, f"{base}.{a.name}") for a in node.names if a.name != "*"]
                     imports += [(module, f"{base}.{a.name}", node.lineno) for a in node.names]
