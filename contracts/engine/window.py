@@ -89,23 +89,41 @@ if sys.version_info < (3, 12):
         re.compile(rb"class[ \t]+\w+[ \t]*\["),
     ]
     # PEP 701 f-strings: the same quote, a backslash or a comment inside a replacement field
-    _STRICTER += [re.compile(prefix + rb"[^" + prefix[-1:] + rb"\n]*\{[^}\n]*[" + prefix[-1:] + rb"\\#]")
+    # (passing over literal text, `{{`, and whole fields, `{a}` or `{a:{w}}`: a brace escaped
+    # as `{{` opens no field)
+    _STRICTER += [re.compile(prefix + rb"(?:[^{" + prefix[-1:] + rb"\n]|\{\{|\{(?:[^{}\n]|\{[^{}\n]*\})*\})*"
+                             rb"\{(?!\{)(?:[^}\n]*[" + prefix[-1:] + rb"\\]|[^}:\n]*#)")  # (`{n:#x}`: a format spec)
                   for prefix in (b'f"', b"f'", b'F"', b"F'")]
 if sys.version_info < (3, 14):  # PEP 750 template strings
     _STRICTER_WORDS += [re.compile(re.escape(p)) for p in (b't"', b"t'", b'T"', b"T'")]
-_NOT_TOKEN_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.'\"-")
+# (A backslash in code only ends a line: `\t"` is inside a string.)
+_NOT_TOKEN_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.'\"-\\")
+
+
+def _not_code(data: bytes, at: int) -> bool:
+    """Offset `at` is surely not code: its line holds a `#` before it and no quote. (Whether the
+    line starts in code or inside a string, a string can only end at a quote: so the `#` begins
+    a comment, or the match is still inside the string.)"""
+    before = data[data.rfind(b"\n", 0, at) + 1:at]
+    return b"#" in before and b"'" not in before and b'"' not in before
 
 
 def python_alone_rejects(data: bytes) -> bool:
-    """Might Python reject `data` where grimp's parser accepts it? (Cheap; errs on the side of yes.)"""
-    if any(b in data for b in _STRICTER_BYTES) or any(p.search(data) for p in _STRICTER):
+    """Might Python reject `data` where grimp's parser accepts it? (Cheap; errs on the side of yes:
+    on upstream 0.5.23 all 46 files of 4 kB or more it named were false alarms, each parsed
+    whole; the shapes above that are surely prose are passed over.)"""
+    if any(b in data for b in _STRICTER_BYTES):
         return True
+    for p in _STRICTER:
+        for m in p.finditer(data):
+            if not _not_code(data, m.start()):
+                return True
     for m in _EXCEPT_COMMA.finditer(data):
         if not data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip(b" \t\f"):
             return True
     for p in _STRICTER_WORDS:
         for m in p.finditer(data):
-            if m.start() == 0 or data[m.start() - 1] not in _NOT_TOKEN_START:
+            if (m.start() == 0 or data[m.start() - 1] not in _NOT_TOKEN_START) and not _not_code(data, m.start()):
                 return True
     return False
 

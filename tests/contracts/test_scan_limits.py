@@ -101,13 +101,18 @@ _DEFECTS = {
     "f-string-quotes-3.12": 'y = f"{ {"k": 1}["k"]}"\n',
     "type-alias-3.12": "type Alias = int\n",
     "generic-def-3.12": "def h[T](x: T) -> T:\n    return x\n",
+    "f-string-second-field-3.12": 'y = f"{a:>{w}} {{ {b["k"]}"\n',  # past a whole field and a `{{`
+    "f-string-comment-3.12": 'y = f"{{{a  # why\n}"\n',
+    "t-string-3.14": "z = (t'{a}')\n",
+    "t-string-after-a-string-3.14": 's = """\n# """ ; z = t\'{a}\'\n',  # the `#` is in the string
 }
 
 
 @pytest.mark.parametrize("size", ["small", "large"])
 @pytest.mark.parametrize("defect", sorted(_DEFECTS))
 def test_the_parse_error_policy_is_the_same_for_every_file_size(tree, defect, size):
-    if defect.endswith("3.12") and sys.version_info >= (3, 12):
+    since = defect.rpartition("-")[2]
+    if since[0].isdigit() and sys.version_info >= tuple(map(int, since.split("."))):
         pytest.skip("valid syntax on this Python")
     body = "from pkg.jit_kernel.hicache import a\n" + (_PAD if size == "large" else "") + _DEFECTS[defect]
     assert (len(body) >= window.MIN_BYTES) == (size == "large")
@@ -119,8 +124,18 @@ def test_the_parse_error_policy_is_the_same_for_every_file_size(tree, defect, si
     assert [r for r, _ in _by_path(report)["pkg/srt/m.py"]] == ["parse-error"]
 
 
-def test_a_file_python_accepts_keeps_the_fast_window(tree):
-    body = ("from pkg.jit_kernel.hicache import a\n" + _PAD).encode()
+@pytest.mark.parametrize("tail", [
+    "",
+    'y = f"{{"\n',  # an escaped brace opens no field
+    "y = f'--x \"{{\\\"v\\\": 1}}\"'\n",  # backslashes outside any field
+    'y = f"{off:#x} {a!r:>{w}}"\n',  # a `#` in a format spec
+    'z = "\\n\\t"\n',  # `t"` after a backslash is inside a string
+    "# shape [B, T' * H', C]\n",  # prose in a comment
+    "    # use def h[T](x) on 3.12\n",
+])
+def test_a_file_python_accepts_keeps_the_fast_window(tree, tail):
+    body = ("from pkg.jit_kernel.hicache import a\n" + _PAD + tail).encode()
+    compile(body, "m.py", "exec")  # valid on every Python this runs on
     assert not window.python_alone_rejects(body)
     assert window.keep_hot_statements(body, (b"jit_kernel",)) is not None
 
