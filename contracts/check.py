@@ -111,7 +111,9 @@ def _statement_roots(config: Config, missing) -> tuple[str, ...]:
     return roots.pop() if len(roots) == 1 else ()
 
 
-def _validate_tree(config: Config, src: str) -> None:
+def _validate_tree(config: Config, src: str, contract_ids: list[str] | None = None) -> None:
+    """The tree has the root packages, and the checked contracts' containers (a contract
+    `--contract` leaves out may name a package this tree does not have yet)."""
     missing = [r for r in config.root_packages
                if not (os.path.isdir(os.path.join(src, r)) or os.path.isfile(os.path.join(src, r + ".py")))]
     if missing:
@@ -121,6 +123,8 @@ def _validate_tree(config: Config, src: str) -> None:
             f"{missing[0]}.py); pass the directory that contains it"
         )
     for spec in config.groups:
+        if contract_ids and spec.id not in contract_ids:
+            continue
         if not os.path.isdir(os.path.join(src, *spec.container.split("."))):
             raise ConfigError(
                 f"'{spec.container}' is not a package under {src}.",
@@ -174,7 +178,7 @@ def run(config: Config, src: str, paths: list[str] | None = None,
         cache_dir: str | None = None, contract_ids: list[str] | None = None, jobs: int | None = None) -> Result:
     """`jobs`: processes for reading the files (`engine/workers.py`; None: automatic)."""
     src = os.path.abspath(src)
-    _validate_tree(config, src)
+    _validate_tree(config, src, contract_ids)
     warnings: list[str] = []
     if cache_dir:
         cache_dir = _usable_cache(os.path.abspath(cache_dir), config, src, warnings)

@@ -22,7 +22,7 @@ from rich.markup import escape
 from contracts import config as config_mod
 from contracts.check import Result, run
 from contracts.config_source import shown
-from contracts.errors import NamespaceLintError
+from contracts.errors import ConfigError, NamespaceLintError
 from contracts.findings import Finding, displayed
 
 _RUNS: dict[tuple, Result] = {}
@@ -90,15 +90,28 @@ class _OwnContract(Contract):
             getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers",
                           "missing_imports": "missing"}[self.kind]).append(self.spec)
         key = (src, cfg.fingerprint)
+        # `lint-imports --no-cache` turns off this tool's cache too: every run is then cold.
+        cache_dir = None if _no_cache() else os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
         if key not in _RUNS:
-            # `lint-imports --no-cache` turns off this tool's cache too: every run is then cold.
-            cache_dir = None if _no_cache() else os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
             if not _RUNS:
                 for line in cfg.warnings:  # once per lint-imports run
                     print(f"namespace-lint: warning: {line}", file=sys.stderr)
-            _RUNS[key] = run(cfg, src, cache_dir=cache_dir)
-            for line in _RUNS[key].warnings:  # once per run, not per contract
-                print(f"namespace-lint: warning: {line}", file=sys.stderr)
+            try:
+                _RUNS[key] = run(cfg, src, cache_dir=cache_dir)
+            except ConfigError as e:
+                if e.section != f"importlinter:contract:{self.spec.id}":
+                    _RUNS[key] = e  # another contract's fault (a container this tree lacks)
+                else:
+                    raise
+            else:
+                for line in _RUNS[key].warnings:  # once per run, not per contract
+                    print(f"namespace-lint: warning: {line}", file=sys.stderr)
+        if isinstance(_RUNS[key], ConfigError):
+            # Each contract is broken by its own error only: this one runs alone.
+            own = (key, self.spec.id)
+            if own not in _RUNS:
+                _RUNS[own] = run(cfg, src, cache_dir=cache_dir, contract_ids=[self.spec.id])
+            return _RUNS[own], src
         return _RUNS[key], src
 
     def check(self, graph, verbose: bool) -> ContractCheck:

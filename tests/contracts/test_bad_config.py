@@ -238,3 +238,27 @@ def test_any_config_loads_or_fails_with_one_line(tmp_path, text):
         config_mod.load(str(path))
     except NamespaceLintError as e:
         assert len(str(e).splitlines()) == 1, str(e)
+
+
+# --------------------------------------------------------------------------- a tree older than the config
+
+
+def test_a_container_this_tree_lacks_stops_only_the_contract_that_names_it(tmp_path):
+    """An older checkout has no `kernels/ops` yet: `--contract` the others and they run (the
+    container is checked for the contracts that are checked)."""
+    root = write_tree(tmp_path, CLEAN_TREE, config=None)
+    _write_config(root, BAD_CONFIGS["container_not_a_package"][0](BASE_CONFIG))
+    proc = run_cli(["--no-cache", "--contract", "removed", "--contract", "layer"], cwd=root)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    proc = run_cli(["--no-cache", "--contract", "groups"], cwd=root)
+    assert proc.returncode == 2 and "'pkg.kernels.nowhere' is not a package under" in proc.stderr
+
+
+def test_lint_imports_breaks_only_the_contract_whose_container_is_missing(tmp_path):
+    root = write_tree(tmp_path, CLEAN_TREE, config=None)
+    _write_config(root, BAD_CONFIGS["container_not_a_package"][0](BASE_CONFIG))
+    proc = lint_imports(root)
+    output = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 1 and "Traceback" not in output, output
+    assert "Contracts: 2 kept, 1 broken." in output, output
+    assert f"section {GROUPS}, option 'container'" in output
