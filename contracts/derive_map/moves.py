@@ -16,7 +16,8 @@ So one shared common name (`get_version`, a different function) carries nothing.
 
 - A candidate needs a score of at least `MODULE_MIN` (git's default rename threshold: half).
 - A candidate found only by content also needs `MIN_SHARED` same definitions (or, for a module
-  of one definition, an identical one): one copied helper does not make a move.
+  of one definition, an identical one): one copied helper does not make a move. A plain value
+  (`N = 36`, `_STATE = None`) is not one of them: two modules can hold the same by chance.
 - Candidates within `TIE_MARGIN` of the best are a tie. A tie is broken only by a name (exactly
   one of the tied candidates has the same or folded name); otherwise all are listed as
   `# ambiguous:` with their scores. Below the threshold: `# unmatched:` with the best scores.
@@ -43,7 +44,7 @@ from contracts.derive_map.model import (
     Evidence,
 )
 from contracts.derive_map.names import map_names
-from contracts.engine.index import Definition, TreeIndex, same_definition
+from contracts.engine.index import Definition, TreeIndex, plain_value, same_definition
 from contracts.engine.resolve import is_under
 
 MAX_CONTENT_CANDIDATES = 20  # the candidates by content scored per module, most shared names first
@@ -104,8 +105,10 @@ class _Matcher:
         for c in sorted(set(named) | self._by_content(mine)):
             s, shared = score(mine, _own(self.new.definitions(c))) if mine else (0.0, ())
             how = named.get(c, "content")
-            if how == "content" and len(shared) < MIN_SHARED and not (
-                    len(mine) == 1 and shared and shared[0][1] == 1.0):
+            # (a plain value, `N = 36`, shared by chance is no evidence: `names.py`)
+            evidence = [n for n, s in shared if not plain_value(mine[n])]
+            if how == "content" and len(evidence) < MIN_SHARED and not (
+                    len(mine) == 1 and evidence and shared[0][1] == 1.0):
                 continue
             best = Evidence(how, s, shared)
             if c in named and not mine:
@@ -135,7 +138,9 @@ class _Matcher:
         """Modules of `after` whose text defines several of `mine`'s names (or its only one).
         A name defined in more than `COMMON_NAME` modules (`main`, `logger`) is no evidence."""
         hits: dict[str, int] = {}
-        for name in mine:
+        for name, d in mine.items():
+            if plain_value(d):
+                continue
             where = self.outside(self.new.defining(name))
             if len(where) > COMMON_NAME:
                 continue
@@ -172,8 +177,17 @@ class _Matcher:
             what = "where its submodules went does not confirm one" if had_children else \
                 "it has no top-level definitions to look for"
             return f"no module named `{last}` (or a folded name) in the after tree, and {what}"
-        return (f"none of its {len(mine)} definitions is defined, with the same body, by a module "
-                f"of the after tree")
+        elsewhere: dict[str, list[str]] = {}  # module -> the definitions it has with the same body
+        for name, d in sorted(mine.items()):
+            for m, other in self.new.definitions_of(name):
+                if not is_under(m, self.prefix) and same_definition(d, other, SAME_DEFINITION, SAME_SIGNATURE):
+                    elsewhere.setdefault(m, []).append(name)
+        if not elsewhere:
+            return (f"none of its {len(mine)} definitions is defined, with the same body, by a module "
+                    f"of the after tree")
+        most, names = min(elsewhere.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        return (f"no module of the after tree defines enough of its {len(mine)} definitions with the same "
+                f"body: at most {len(names)}, in `{most}` ({', '.join(f'`{n}`' for n in names[:5])})")
 
 
 def moved_map(before: str, after: str, prefix: str) -> Derived:

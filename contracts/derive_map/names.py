@@ -11,6 +11,11 @@ module of the tree (followed to the definition) --
 - else the modules of `after` (outside PREFIX) that define `N` with the same definition are
   candidates; the one the defining module itself moved to wins, else the best; a tie (within
   `TIE_MARGIN`) is listed, never guessed. The result is a line `M:N -> new.module:N`.
+- a plain value (`N = 36`, `_STATE: Optional[_State] = None`, `N = {}`) is the same definition
+  only in a module that holds other code of the defining module (where it moved, or a candidate
+  the module matcher scored): the same literal elsewhere is a coincidence (sglang 0.5.19's
+  `kimi_k3.gemm_ar` and 0.5.22's `k3_sp_collective` each have their own `_STATE = None`, for
+  different state).
 
 Names imported from outside the tree (`from typing import Optional`) are not mapped: they were
 never the moved code.
@@ -19,7 +24,7 @@ never the moved code.
 from __future__ import annotations
 
 from contracts.derive_map.model import SAME_DEFINITION, SAME_SIGNATURE, TIE_MARGIN, Derived, Evidence
-from contracts.engine.index import Definition, TreeIndex, same_definition
+from contracts.engine.index import Definition, TreeIndex, plain_value, same_definition
 from contracts.engine.resolve import is_under
 
 
@@ -80,6 +85,17 @@ def _place(result: Derived, new: TreeIndex, prefix: str, module: str, name: str,
         return
     # The module the defining module moved to wins; then the best; then a tie is listed.
     moved_home = result.mapped.get(home) or result.effective(home)
+    if plain_value(definition):
+        # Only where its module's code went: the module it moved to, or a candidate the module
+        # matcher scored (same or folded name, or several same definitions).
+        related = {moved_home} | {c for c, s in result.scores.get(home, ()) if s > 0}
+        if not any(m in related for m, _ in candidates):
+            shown = ", ".join(f"`{m}`" for m, _ in candidates[:3])
+            result.names_unmatched[key] = (
+                f"{shown} define{'s' if len(candidates) == 1 else ''} the same plain value (`{definition.lines[0]}`), "
+                f"but none holds other code of `{home}`: no evidence that `{definition.name}` went there")
+            return
+        candidates = [(m, s) for m, s in candidates if m in related]
     pick = next(((m, s) for m, s in candidates if m == moved_home), None)
     if pick is None:
         tied = [(m, s) for m, s in candidates if s >= candidates[0][1] - margin]

@@ -131,6 +131,25 @@ def parameters(d: Definition) -> tuple[tuple[str, ...], frozenset[str]] | None:
     return names, frozenset(required)
 
 
+def plain_value(d: Definition) -> bool:
+    """An assignment of a literal (`36`, `"x"`, `None`, `True`) or an empty `{}`, `[]`, `()`,
+    annotated or not: two modules can hold the same one by chance, so it says nothing about
+    where a module's code went."""
+    if d.kind != "assignment":
+        return False
+    try:
+        node = ast.parse("\n".join(d.lines)).body[0]
+    except (SyntaxError, ValueError, RecursionError, IndexError):
+        return False
+    value = getattr(node, "value", None) if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        value = value.operand  # `-1`
+    if isinstance(value, ast.Constant):
+        return True
+    return isinstance(value, (ast.Dict, ast.List, ast.Tuple, ast.Set)) and not (
+        getattr(value, "elts", None) or getattr(value, "keys", None))
+
+
 def same_definition(a: Definition, b: Definition, threshold: float, signature_floor: float) -> float:
     """How strongly `b` is the same definition as `a`: their similarity when it is at least
     `threshold`, or when both are functions, `b` takes `a`'s parameters (names, in order; any

@@ -232,3 +232,39 @@ def test_json_for_one_tree_of_shims_says_how_each_module_was_mapped(tmp_path, ca
     assert set(data["thresholds"]) == {"same_definition", "same_signature", "module_min", "tie_margin",
                                        "min_shared", "common_name"}
     assert data["complete"] is False and code == 1
+
+
+def test_a_plain_value_elsewhere_is_no_evidence_of_a_move(tmp_path, capsys):
+    # sglang 0.5.19 -> 0.5.22: `kimi_k3.gemm_ar` went nowhere as a whole; `k3_sp_collective` has a
+    # `_STATE: Optional[_State] = None` of its own, for other state. A literal shared by chance
+    # maps nothing, and the module's reason says what was found.
+    old = ("_STATE: Optional[_State] = None\nLIMIT = 36\n" + fn("gemm_ar_init") + fn("gemm_ar_run"))
+    new = "_STATE: Optional[_State] = None\nLIMIT = 36\n" + fn("reduce_scatter")
+    write_tree(tmp_path / "b", {"pkg/__init__.py": "", "pkg/old/__init__.py": "", "pkg/old/gemm_ar.py": old},
+               config=None)
+    write_tree(tmp_path / "a", {"pkg/__init__.py": "", "pkg/comm/__init__.py": "", "pkg/comm/sp_collective.py": new},
+               config=None)
+    code, out, _ = derive(capsys, tmp_path / "b", tmp_path / "a", "pkg.old", "--format", "json")
+    data = json.loads(out)
+    assert data["replacements"] == []
+    names = {n["name"]: n for n in data["names"] if n["module"] == "pkg.old.gemm_ar"}
+    assert names["_STATE"]["status"] == names["LIMIT"]["status"] == "unmatched"
+    assert "the same plain value (`LIMIT = 36`), but none holds other code of `pkg.old.gemm_ar`" in \
+        names["LIMIT"]["reason"]
+    entry = next(m for m in data["modules"] if m["module"] == "pkg.old.gemm_ar")
+    assert entry["reason"] == ("no module of the after tree defines enough of its 4 definitions with the same "
+                               "body: at most 2, in `pkg.comm.sp_collective` (`LIMIT`, `_STATE`)")
+    assert code == 1
+
+
+def test_a_plain_value_goes_where_the_rest_of_its_module_went(tmp_path, capsys):
+    # Split: the module's code is in two places, each with a `_CACHE = {}`; the one its own code
+    # went to (a quarter of it, by the same name) is where its `_CACHE` is, not the other.
+    old = "_CACHE = {}\n" + fn("a1") + fn("a2") + fn("a3") + fn("a4")
+    write_tree(tmp_path / "b", {"pkg/__init__.py": "", "pkg/old/__init__.py": "", "pkg/old/split.py": old},
+               config=None)
+    write_tree(tmp_path / "a", {"pkg/__init__.py": "", "pkg/x/__init__.py": "", "pkg/x/split.py": "_CACHE = {}\n" + fn("a1"),
+                                "pkg/y/__init__.py": "", "pkg/y/other.py": "_CACHE = {}\n" + fn("b1")}, config=None)
+    _, out, _ = derive(capsys, tmp_path / "b", tmp_path / "a")
+    assert "    pkg.old.split:_CACHE -> pkg.x.split:_CACHE" in lines(out)
+    assert not any("pkg.y.other" in line for line in lines(out) if not line.startswith("#"))
