@@ -223,8 +223,14 @@ class _Analysis:
             else:
                 shown, new = f"{module}.{name}", (f"{replacement}.{name}" if replacement else None)
             package = " and has no submodule of that name" if index.is_package(module) else ""
+            said = hint
+            if len(kept) > 1 and not candidates:  # no module has them all: where is this one?
+                alone = self._candidates(f, module, (name,))
+                said = _hint(module, (name,), [])[0] if not alone else (
+                    f"{hint}; `{name}` alone: " + ", ".join(f"`{m}`" for m in alone[:MAX_LISTED])
+                    + (f" and {len(alone) - MAX_LISTED} more" if len(alone) > MAX_LISTED else ""))
             message = (f"`{module}` has no name `{name}` ({self._where(ref)}): it does not define, "
-                       f"import or re-export it{package}; {hint}")
+                       f"import or re-export it{package}; {said}")
             out.append(Finding(f.rel, ref.line, ref.col, rule, f.module, shown, message, new))
         return out
 
@@ -264,6 +270,8 @@ def _hint(module: str, names: tuple[str, ...], candidates: list[str]) -> tuple[s
         more = f" and {len(candidates) - MAX_LISTED} more" if len(candidates) > MAX_LISTED else ""
         which = f"define {what}" if names else f"are named `{last}`"
         return f"several modules {which} ({listed}{more}); not guessed, choose one", None
+    if len(names) > 1:
+        return f"no one module of the tree defines all of {what} (this statement's names)", None
     if names:
         return f"no module of the tree defines {what}", None
     return f"no module of the tree is named `{last}`", None

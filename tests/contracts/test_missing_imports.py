@@ -236,6 +236,19 @@ def test_two_candidates_are_listed_not_guessed_and_none_is_said(missing_tree):
     assert "no module of the tree defines `nowhere`" in by_line[2]["message"]
 
 
+def test_names_no_one_module_defines_together_are_each_told_where_they_are(missing_tree):
+    # sglang 0.5.14 `nsa_backend.py`: five names from a module that has none of them. The hint
+    # is per name -- "defines all of ..." would read as if none existed anywhere.
+    root = missing_tree({"pkg/local.py": "x = 1\n", "pkg/user.py": "from pkg.local import relocated, nowhere\n"})
+    _, data = run_json(root)
+    by_name = {f["imported"]: f for f in data["findings"] if f["path"] == "pkg/user.py"}
+    assert set(by_name) == {"pkg.local.relocated", "pkg.local.nowhere"}
+    assert all(f["replacement"] is None for f in by_name.values())
+    assert by_name["pkg.local.nowhere"]["message"].endswith("; no module of the tree defines `nowhere`")
+    assert ("no one module of the tree defines all of `relocated`, `nowhere` (this statement's names); "
+            "`relocated` alone: `pkg.moved.new_home`") in by_name["pkg.local.relocated"]["message"]
+
+
 def test_fix_rewrites_a_moved_module_and_a_moved_name_and_is_idempotent(missing_tree):
     user = ("import os\n"
             "from pkg.old_home import relocated  # keep this comment\n"
