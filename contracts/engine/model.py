@@ -3,9 +3,9 @@
 A rule only cares about files that can name what it checks. Every file is walked and stat'ed
 here; the ones without a valid cached record are read, filtered and parsed by `reading.py`, in
 one process or several (`workers.py`), and their records (`records.py`) merged in walk order.
-The graph is then closed under imports: a module reached from the checked packages is scanned
-too, so chains through modules that never name them are followed (chains stop at the `stop`
-packages, whose imports a rule already reports at the first hop).
+The graph is then closed under imports (`closure.py`): a module reached from the checked packages
+is scanned too, so chains through modules that never name them are followed (chains stop at the
+`stop` packages, whose imports a rule already reports at the first hop).
 
 How much is rebuilt, cheapest first (the cache is `cache.py`):
 
@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from contracts.engine.cache import RACY_SECONDS, Cache
+from contracts.engine.closure import close
 from contracts.engine.discover import Discovery, SourceFile, discover
 from contracts.engine.graph import Edge, EdgeScanner
 from contracts.engine.reading import (
@@ -232,22 +233,8 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     graph_set = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH}
     if plan.graph_prefixes:
         rel_of = {m: f.rel for m, f in known.items()}
-        frontier = [m for m in rel_of if plan.graph_index.longest_of(m) is not None]
-        reached = set(frontier)
-        while frontier:
-            missing = []
-            for m in frontier:
-                rec = records.get(rel_of[m])
-                for imported, *_ in (rec[EDGES] or ()) if rec else ():
-                    if imported in reached or plan.stop_index.longest_of(imported) is not None:
-                        continue
-                    reached.add(imported)
-                    missing.append(imported)
-            todo = [known[m] for m in missing if m in known and needs_edges(known[m])]
-            if todo:
-                add_edges(todo, *scanner.scan(todo, decoded))
-            frontier = missing
-        graph_set |= reached
+        graph_set |= close(plan.graph_index, plan.stop_index, known, records, rel_of, needs_edges,
+                           lambda files: scanner.scan(files, decoded), add_edges)
 
     phases["closure"] = time.perf_counter() - clock
     clock = time.perf_counter()

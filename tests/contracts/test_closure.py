@@ -1,0 +1,109 @@
+"""The import closure: predicted from import lines and scanned at once, then walked exactly. The
+prediction decides only when a module is scanned: the findings and the graph are those of the
+round-by-round walk, whatever it predicts (too much, too little, a file that does not parse)."""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts import config as config_mod
+from contracts.check import run
+from contracts.engine import closure
+from contracts.engine.model import build_model
+
+from .test_parallel import _generated, _summary
+
+# Chains the closure must follow from the kernels, written every way the prediction reads (or
+# misreads) them, and modules it may predict that nothing reaches.
+_CHAIN = {
+    "pkg/kernels/ops/gemm/walk.py": (
+        "from pkg.bridge import (  # noqa: F401 -- a comment in the brackets\n"
+        "    a,\n"
+        "    b as bee,\n"
+        ")\n"
+        "import pkg.deep.one as one, pkg.deep.two\n"
+        "from . import sibling\n"
+        "from pkg.cont \\\n"
+        "    import far\n"
+        "def lazy():\n"
+        "    from ...bridge2 import c\n"
+    ),
+    "pkg/kernels/ops/gemm/sibling.py": "from pkg.kernels.ops.gemm import walk\n",
+    "pkg/bridge/__init__.py": "from pkg.bridge.a import x\n",
+    "pkg/bridge/a.py": "from pkg.srt.runtime import R\nx = 1\n",
+    "pkg/bridge/b.py": "from pkg.hop.h1 import y\n",
+    "pkg/hop/__init__.py": "",
+    "pkg/hop/h1.py": '"""Docs:\nimport pkg.unreached.broken\n"""\nfrom pkg.hop.h2 import z\ny = 1\n',  # not an import
+    "pkg/hop/h2.py": "import pkg.srt.engine\nz = 1\n",
+    "pkg/deep/__init__.py": "",
+    "pkg/deep/one.py": "x = 1\n",
+    "pkg/deep/two.py": "from pkg.srt import runtime\n",
+    "pkg/cont/__init__.py": "",
+    "pkg/cont/far.py": "import pkg.srt.utils\n",
+    "pkg/kernels/bridge2.py": "c = 1\n",
+    "pkg/srt/runtime.py": "R = 1\n",
+    "pkg/srt/engine.py": "E = 1\n",
+    "pkg/unreached/__init__.py": "",
+    "pkg/unreached/broken.py": "def f(:\n",  # predicted from the docstring, reached by nothing
+}
+
+
+@pytest.fixture
+def chain_tree(tree):
+    files = dict(_generated(tree))
+    files.update(_CHAIN)
+    return tree(files)
+
+
+def _without_prediction(monkeypatch):
+    monkeypatch.setattr(closure, "predicted", lambda *a, **k: [])
+
+
+def test_the_predicted_closure_gives_the_round_by_round_findings(chain_tree, monkeypatch):
+    cfg = config_mod.load(str(chain_tree / ".importlinter"))
+    predicted = _summary(run(cfg, str(chain_tree)))
+    _without_prediction(monkeypatch)
+    walked = _summary(run(cfg, str(chain_tree)))
+    assert predicted == walked
+    layer = {f[0] for f in predicted if f[3] == "layer"}
+    assert "pkg/kernels/ops/gemm/walk.py" in layer  # the chains through bridge, hop, deep, cont
+    assert not any(f[0] == "pkg/unreached/broken.py" for f in predicted)  # scanned in vain: no trace
+
+
+def test_the_predicted_closure_gives_the_round_by_round_graph(chain_tree, monkeypatch):
+    cfg = config_mod.load(str(chain_tree / ".importlinter"))
+    from contracts.check import plan_for
+
+    plan = plan_for(cfg)
+    scanned = []
+    real = closure.predicted
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        scanned.extend(out)
+        return out
+
+    monkeypatch.setattr(closure, "predicted", spy)
+    fast = build_model(str(chain_tree), plan, jobs=1)
+    assert "pkg.unreached.broken" in scanned and "pkg.hop.h2" in scanned  # what it is for
+    _without_prediction(monkeypatch)
+    slow = build_model(str(chain_tree), plan, jobs=1)
+    assert fast.graph_modules == slow.graph_modules and sorted(map(repr, fast.edges)) == sorted(map(repr, slow.edges))
+    assert fast.errors == slow.errors and "pkg/unreached/broken.py" not in fast.errors
+    assert {"pkg.hop.h2", "pkg.cont.far", "pkg.deep.two", "pkg.kernels.bridge2"} <= fast.graph_modules
+
+
+@pytest.mark.parametrize("text, module, is_package, expected", [
+    (b"from pkg.bridge import (  # c\n    a,\n    b as bee,\n)\n", "pkg.x", False, {"pkg.bridge.a", "pkg.bridge.b"}),
+    (b"import pkg.deep.one as one, pkg.deep.two\n", "pkg.x", False, {"pkg.deep.one", "pkg.deep.two"}),
+    (b"from . import sibling\n", "pkg.kernels.ops.gemm.walk", False, {"pkg.kernels.ops.gemm.sibling"}),
+    (b"from .. import gemm\n", "pkg.kernels.ops.gemm", True, {"pkg.kernels.ops.gemm"}),
+    (b"from pkg.bridge import nothing_here\n", "pkg.x", False, {"pkg.bridge"}),
+    (b"from pkg.bridge import *\n", "pkg.x", False, {"pkg.bridge"}),
+    (b"x = 'no import here'\nimportant = 1\n", "pkg.x", False, set()),
+    (b"from ....... import far\n", "pkg.x", False, set()),
+])
+def test_import_lines_resolve_as_grimp_does(text, module, is_package, expected):
+    known = {m: None for m in ("pkg", "pkg.bridge", "pkg.bridge.a", "pkg.bridge.b", "pkg.deep.one",
+                               "pkg.deep.two", "pkg.kernels.ops.gemm", "pkg.kernels.ops.gemm.sibling")}
+    assert closure.import_lines(text, module, is_package, known) == expected
