@@ -17,14 +17,17 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec
 from contracts.engine import cache
-from contracts.engine.model import Model, build_model
 from contracts.engine.records import ScanPlan
 from contracts.engine.stamp import load_result, save_result
 from contracts.errors import UsageError
 from contracts.findings import Finding
+
+if TYPE_CHECKING:  # (a warm run answered by the stamp builds no model: not even loaded)
+    from contracts.engine.model import Model
 
 
 @dataclass
@@ -191,6 +194,8 @@ def run(config: Config, src: str, paths: list[str] | None = None,
     if full is None:
         # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
         # changed or added can carry a chain into a given file.
+        from contracts.engine.model import build_model
+
         model = build_model(src, plan, cache_dir, jobs, lazy=True)
         status = model.cache_status
         if key:

@@ -55,6 +55,7 @@ from contracts.engine.records import (  # noqa: F401 - known here before the spl
     SEMANTIC,
     SIZE,
     ScanPlan,
+    cache_key,
     ref_tuple,
 )
 
@@ -110,10 +111,6 @@ class Model:
         return self
 
 
-def _key(src: str, plan: ScanPlan) -> str:
-    return repr((src, plan.key))
-
-
 def _racy(mtime_ns: int, ctime_ns: int, read_at: float) -> bool:
     """Modified so close to when it was read that a second edit could keep the same stat."""
     return max(mtime_ns, ctime_ns) / 1e9 >= read_at - RACY_SECONDS
@@ -143,7 +140,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
 
     started = time.time()
     src = os.path.abspath(src)
-    cache = Cache(cache_dir, _key(src, plan)) if cache_dir else None
+    cache = Cache(cache_dir, cache_key(src, plan)) if cache_dir else None
     old = cache.load() if cache else {}
     old_files: dict[str, list] = old.get("files", {})
     clock = time.perf_counter()

@@ -18,6 +18,9 @@ from contracts.prefixes import PrefixIndex
 # memory stays bounded whatever the tree holds (an 8 GiB file, a link to /dev/zero is not even
 # a regular file). Upstream sglang's whole tree is 68 MB; its largest file 375 kB.
 MAX_READ_BYTES = 64 * 2**20
+# The prefix of every "could not read the file" reason: such a file is `not-scanned`, not a
+# `parse-error` (it was never looked at).
+UNREADABLE = "cannot read"
 
 SCAN_VERSION = "8"  # 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
@@ -88,3 +91,8 @@ def ref_tuple(r) -> tuple:
     """An `ImportRef` as the plain tuple a record keeps."""
     return (r.line, r.col, r.end_line, r.kind, r.imported, r.name, r.asname, r.level, r.lazy,
             r.type_checking, r.attr, r.guarded)
+
+
+def cache_key(src: str, plan: ScanPlan) -> str:
+    """Which cache a tree's records and stamp belong to: its directory and the scan plan."""
+    return repr((src, plan.key))

@@ -24,9 +24,6 @@ from contracts.engine.resolve import resolve_relative
 # byte of source (2.4 GB and 10 s for a 20 MB file, measured); the largest file in upstream
 # sglang is 375 kB, so this is 11 times that.
 MAX_PARSE_BYTES = 4 * 2**20
-# The prefix of every "could not read the file" reason: such a file is `not-scanned`, not a
-# `parse-error` (it was never looked at).
-UNREADABLE = "cannot read"
 
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?$")
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+from typing import TYPE_CHECKING
 
 from contracts.engine.cache import RACY_SECONDS, Cache
-from contracts.engine.model import Model, _key
-from contracts.engine.records import ScanPlan
+from contracts.engine.records import ScanPlan, cache_key
+
+if TYPE_CHECKING:  # (a stamp that answers the run means no model is built, nor loaded)
+    from contracts.engine.model import Model
 
 
 def _stamp(cache_dir: str, src: str, plan: ScanPlan) -> Cache:
-    return Cache(cache_dir, _key(os.path.abspath(src), plan), kind="stamp")
+    return Cache(cache_dir, cache_key(os.path.abspath(src), plan), kind="stamp")
 
 
 def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: str | None = None):

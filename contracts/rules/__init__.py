@@ -1,6 +1,8 @@
 """One module per rule. Each module's docstring is that rule's documentation (README's rule
 reference is generated from them: `python -m contracts rules`), `RULE_ID` its stable id, and
-`FIX` whether `--fix` can repair it (always / sometimes / never)."""
+`FIX` whether `--fix` can repair it (always / sometimes / never). Every run loads them (the
+renderers ask `fixable`), a warm one without building a model: they name `Model` in
+annotations only (`TYPE_CHECKING`), and import the engine's heavier parts where they use them."""
 
 from contracts.rules import (
     group_boundary,

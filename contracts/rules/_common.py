@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.engine.files import read_regular
-from contracts.engine.model import Model
 from contracts.engine.resolve import physical_lines
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 
 def rel_of(model: Model, module: str) -> str:

@@ -14,12 +14,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.config import Config, MissingSpec
-from contracts.engine.bindings import ModuleIndex
-from contracts.engine.import_lines import WHOLE_FILE, StatementReader
-from contracts.engine.model import Model
 from contracts.engine.resolve import is_under, resolve_relative
 from contracts.findings import Finding
+
+if TYPE_CHECKING:
+    from contracts.engine.bindings import ModuleIndex
+    from contracts.engine.model import Model
 
 MODULE_RULE = "missing-module"
 NAME_RULE = "missing-name"
@@ -51,6 +54,9 @@ class _Analysis:
     # ---- pass 1: the text of every file
 
     def run(self) -> list[Finding]:
+        from contracts.engine.bindings import ModuleIndex
+        from contracts.engine.import_lines import WHOLE_FILE, StatementReader
+
         model = self.model
         texts = model.texts
         roots = self.spec.statement_roots(self.config.root_packages)

@@ -30,11 +30,15 @@ Never.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.config import GroupsSpec
-from contracts.engine.model import Model
 from contracts.findings import Finding
 from contracts.prefixes import PrefixIndex, ancestors_or_self
 from contracts.rules._common import adjacency_of, chain_text, chains_from, col_of, first_hop, rel_of
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "group-boundary"
 FIX = "never"

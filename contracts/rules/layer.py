@@ -29,11 +29,15 @@ Never.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.config import LayerSpec
-from contracts.engine.model import Model
 from contracts.engine.resolve import is_under
 from contracts.findings import Finding
 from contracts.rules._common import chain_text, chains_from, col_of, first_hop, rel_of
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "layer"
 FIX = "never"

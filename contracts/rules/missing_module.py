@@ -54,10 +54,14 @@ reported, not guessed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.config import Config, MissingSpec
-from contracts.engine.model import Model
 from contracts.findings import Finding
 from contracts.rules import _missing
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = _missing.MODULE_RULE
 FIX = "sometimes"

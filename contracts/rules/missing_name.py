@@ -40,10 +40,14 @@ Sometimes: with a unique defining module, `--fix` moves the name to `from new.mo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.config import Config, MissingSpec
-from contracts.engine.model import Model
 from contracts.findings import Finding
 from contracts.rules import _missing
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = _missing.NAME_RULE
 FIX = "sometimes"

@@ -31,9 +31,13 @@ None.
 
 from __future__ import annotations
 
-from contracts.engine.model import Model
-from contracts.engine.scan import UNREADABLE
+from typing import TYPE_CHECKING
+
+from contracts.engine.records import UNREADABLE
 from contracts.findings import Finding
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "not-scanned"
 FIX = "never"

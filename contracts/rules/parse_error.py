@@ -35,10 +35,13 @@ None.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from contracts.engine.model import Model
-from contracts.engine.scan import UNREADABLE
+from contracts.engine.records import UNREADABLE
 from contracts.findings import Finding
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "parse-error"
 FIX = "never"

@@ -34,11 +34,15 @@ Never.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.config import GroupsSpec
-from contracts.engine.model import Model
 from contracts.engine.resolve import is_under
 from contracts.findings import Finding
 from contracts.rules._common import col_of, rel_of
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "private-import"
 FIX = "never"

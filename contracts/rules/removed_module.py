@@ -48,9 +48,13 @@ wins) and `old.module:name -> new.module:name` lines (where one name a statement
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.config import RemovedSpec
-from contracts.engine.model import Model
 from contracts.findings import Finding
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "removed-module"
 FIX = "sometimes"

@@ -24,10 +24,13 @@ Never: deleting files is left to you.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from contracts.config import RemovedSpec
-from contracts.engine.model import Model
 from contracts.findings import Finding
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "shim-present"
 FIX = "never"

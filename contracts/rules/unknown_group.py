@@ -25,10 +25,13 @@ Never.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from contracts.config import GroupsSpec
-from contracts.engine.model import Model
 from contracts.findings import Finding
+
+if TYPE_CHECKING:
+    from contracts.engine.model import Model
 
 RULE_ID = "unknown-group"
 FIX = "never"

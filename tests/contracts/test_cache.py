@@ -52,11 +52,33 @@ def test_warm_run_answers_without_building_when_nothing_changed(tree, tmp_path_f
     uncached = _run_uncached(root)
     cold = _run(root, cache)
     assert cold.cache_status == "cold"
-    _forbid(monkeypatch, check, "build_model")
+    _forbid(monkeypatch, model_mod, "build_model")
     warm = _run(root, cache)
     assert warm.cache_status == "warm"
     assert _summary(warm) == _summary(cold) == _summary(uncached) != []
     assert (warm.files_scanned, warm.files_total) == (cold.files_scanned, cold.files_total)
+
+
+def test_a_warm_run_answered_by_the_stamp_loads_no_engine_beyond_the_cache(tree, tmp_path_factory):
+    """Start-up is most of a warm run: the model, the scanners and grimp are not even imported."""
+    import subprocess
+    import sys
+
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    time.sleep(2.1)  # past the racy window: the first run leaves a stamp
+    args = ["--cache-dir", str(cache), "--format", "json", "-v"]
+    code = ("import sys; from contracts.cli import main\n"
+            f"try: main({args!r})\nexcept SystemExit: pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('contracts.engine.', 'grimp'))), file=sys.stderr)")
+    env = dict(os.environ, PYTHONPATH=str(Path(check.__file__).parents[1]))
+    for _ in range(2):  # cold, then warm
+        done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=120)
+    assert "cache warm: the tree is unchanged" in done.stderr, done.stderr
+    loaded = done.stderr.strip().splitlines()[-1]
+    for heavy in ("contracts.engine.model", "contracts.engine.scan", "contracts.engine.window", "grimp"):
+        assert f"'{heavy}'" not in loaded, loaded
 
 
 def _run_uncached(root):
