@@ -19,11 +19,11 @@ import re
 from contracts.engine.files import read_regular
 from contracts.engine.records import EDGES, MAX_READ_BYTES
 
-# An import statement's head, at the start of a line: `from X import names` (names in brackets
-# may span lines) or `import a.b, c`. A match inside a string only adds a module to scan.
-# (Matched at the start of each line holding `import`, found by `bytes.find`: a pattern that
-# starts with `^` is tried at every position, 10x slower.)
-_IMPORT = re.compile(rb"[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))")
+# An import statement's head at the start of a line: `from X import` or `import`. What follows
+# is read by hand (`import_lines`): names in brackets up to the next `)` (found once, not per
+# line), else to the end of the line. A match inside a string only adds a module to scan.
+_HEAD = re.compile(rb"[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*|import[ \t]+)")
+_REST = re.compile(rb"[^\n#;]*")
 _AS = re.compile(rb"[ \t]+as[ \t]+\w+")
 _COMMENT = re.compile(rb"#[^\n]*")
 # Past this many predicted modules, the prediction stops growing: it is a hint, not the walk.
@@ -52,19 +52,39 @@ def _internal(name: str, known) -> str | None:
 
 def import_lines(data: bytes, module: str, is_package: bool, known) -> set[str]:
     """The modules of `known` that `data`'s import lines name (an over- or under-estimate:
-    a line in a string counts, a backslash continuation does not)."""
+    a line in a string counts, a backslash continuation does not). Linear in `data`, whatever it
+    holds: each line is tried once (found from the lines holding `import`, with `bytes.find`: a
+    pattern anchored with `^` is tried at every position, 4x slower), and a bracket's end is
+    searched once for all the lines before it."""
     out: set[str] = set()
+    line_start = seen = 0
+    tried = -1
+    close = -1  # the first `)` at or after the last bracket opened (-2: none left)
     at = data.find(b"import")
     while at >= 0:
-        m = _IMPORT.match(data, data.rfind(b"\n", 0, at) + 1)
-        if m is None or m.end() <= at:
+        newline = data.rfind(b"\n", seen, at)
+        if newline >= 0:
+            line_start = newline + 1
+        seen = at
+        head = _HEAD.match(data, line_start) if line_start != tried else None
+        tried = line_start
+        if head is None or head.end() <= at:
             at = data.find(b"import", at + 6)
             continue
-        at = data.find(b"import", m.end())
-        base, names, plain = m.groups()
+        base, pos = head.group(1), head.end()
+        if base is not None and data[pos:pos + 1] == b"(":
+            if close != -2 and close < pos:
+                close = data.find(b")", pos)
+                close = -2 if close < 0 else close
+            end = len(data) if close == -2 else close
+            names = _COMMENT.sub(b"", data[pos + 1:end])  # (a comment inside: `import (  # ...`)
+        else:
+            end = _REST.match(data, pos).end()
+            names = data[pos:end]
+        at = data.find(b"import", max(end, at + 6))
         try:
-            if plain is not None:
-                for item in _AS.sub(b"", plain).split(b","):
+            if base is None:
+                for item in _AS.sub(b"", names).split(b","):
                     name = item.strip().decode("ascii")
                     found = name and _internal(name, known)
                     if found:
@@ -75,11 +95,8 @@ def import_lines(data: bytes, module: str, is_package: bool, known) -> set[str]:
             continue
         if source is None:
             continue
-        if b"#" in names:  # a comment inside the brackets, after `import (`
-            names = _COMMENT.sub(b"", names)
-        listed = _AS.sub(b"", names.strip(b"()")).replace(b"\\", b" ").split(b",")
         hit = False
-        for item in listed:
+        for item in _AS.sub(b"", names).replace(b"\\", b" ").split(b","):
             name = item.strip()
             if name and name != b"*":
                 try:

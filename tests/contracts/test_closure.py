@@ -102,8 +102,12 @@ def test_the_predicted_closure_gives_the_round_by_round_graph(chain_tree, monkey
     (b"from pkg.bridge import *\n", "pkg.x", False, {"pkg.bridge"}),
     (b"x = 'no import here'\nimportant = 1\n", "pkg.x", False, set()),
     (b"from ....... import far\n", "pkg.x", False, set()),
+    (b"from pkg.bridge import (a,\n" * 3, "pkg.x", False, {"pkg.bridge.a"}),  # never closed
+    (b"from pkg.bridge import (a)\nfrom pkg.deep import (one,\n  two)  # both\n", "pkg.x", False,
+     {"pkg.bridge.a", "pkg.deep.one", "pkg.deep.two"}),
+    (b"x = 1  # import pkg.deep.one\n", "pkg.x", False, set()),
 ])
 def test_import_lines_resolve_as_grimp_does(text, module, is_package, expected):
-    known = {m: None for m in ("pkg", "pkg.bridge", "pkg.bridge.a", "pkg.bridge.b", "pkg.deep.one",
+    known = {m: None for m in ("pkg", "pkg.bridge", "pkg.bridge.a", "pkg.bridge.b", "pkg.deep", "pkg.deep.one",
                                "pkg.deep.two", "pkg.kernels.ops.gemm", "pkg.kernels.ops.gemm.sibling")}
     assert closure.import_lines(text, module, is_package, known) == expected
