@@ -25,7 +25,7 @@ from contracts.config_source import shown
 from contracts.errors import ConfigError, NamespaceLintError
 from contracts.findings import Finding, displayed
 
-_RUNS: dict[tuple, Result] = {}
+_RUNS: dict[tuple, Result | ConfigError] = {}  # (a ConfigError: the full run stopped on another contract)
 
 
 def _config_path() -> str | None:
