@@ -59,7 +59,9 @@ def _without_prediction(monkeypatch):
     monkeypatch.setattr(closure, "predicted", lambda *a, **k: [])
 
 
-def test_the_predicted_closure_gives_the_round_by_round_findings(chain_tree, monkeypatch):
+@pytest.mark.parametrize("max_bytes", [closure.MAX_PREDICTED_BYTES, 10])  # 10: no file is read for it
+def test_the_predicted_closure_gives_the_round_by_round_findings(chain_tree, monkeypatch, max_bytes):
+    monkeypatch.setattr(closure, "MAX_PREDICTED_BYTES", max_bytes)
     cfg = config_mod.load(str(chain_tree / ".importlinter"))
     predicted = _summary(run(cfg, str(chain_tree)))
     _without_prediction(monkeypatch)
