@@ -42,6 +42,7 @@ from contracts.engine.records import (  # noqa: F401 - known here before the spl
     AST,
     CTIME,
     DECODED,
+    DIGEST,
     EDGES,
     ERROR,
     FLAGS,
@@ -79,6 +80,9 @@ class Model:
     # in this run for `ScanPlan.statement_roots`.
     statements: dict[str, tuple] = field(default_factory=dict)
     statement_roots: tuple[str, ...] = ()  # what `statements` were read for
+    # path -> SHA-1 of the content its record was made from (a cache is kept): the stamp keeps
+    # them, so a tree whose stats all changed but not its contents (a fresh copy) is told apart.
+    digests: dict[str, bytes] = field(default_factory=dict)
     _pending: tuple | None = field(default=None, repr=False)  # what `assemble` builds from
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the build (`--verbose`)
 
@@ -236,6 +240,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     phases["closure"] = time.perf_counter() - clock
     clock = time.perf_counter()
     model._pending = (records, graph_set, unreadable)
+    model.digests = {by_rel[rel].path: rec[DIGEST] for rel, rec in records.items() if rec[DIGEST] is not None}
     if not lazy:
         model.assemble()
     model.files_read = len(records)

@@ -1,19 +1,25 @@
 """The last run's findings, and the state of the tree they were computed from.
 
-A full run stores its findings with the stat of every directory and `.py` file under the roots
-(`save_result`); the next run answers from them without building anything when a walk finds
-the same stats (`load_result`): one `scandir` per directory, one `lstat` per file. A symlink
-anywhere, or anything modified within `RACY_SECONDS` of the run's start, leaves no stamp.
+A full run stores its findings with the stat of every directory and `.py` file under the roots,
+and each file's content hash (`save_result`); the next run answers from them without building
+anything when a walk finds the same stats (`load_result`): one `scandir` per directory, one
+`lstat` per file. Where only stats moved (a fresh copy, a checkout that rewrote files to the
+same content: every ctime new), the files whose stat changed are read and hashed, on both cores
+when there are many, and the stamp answers if every content is the recorded one. A symlink
+anywhere leaves no stamp; a file modified within `RACY_SECONDS` of the run's start is always
+compared by content.
 """
 
 from __future__ import annotations
 
 import os
 import stat as stat_mod
+import time
 from typing import TYPE_CHECKING
 
-from contracts.engine.cache import RACY_SECONDS, Cache
-from contracts.engine.records import ScanPlan, cache_key
+from contracts.engine.cache import RACY_SECONDS, Cache, content_digest
+from contracts.engine.files import read_regular
+from contracts.engine.records import MAX_READ_BYTES, ScanPlan, cache_key
 
 if TYPE_CHECKING:  # (a stamp that answers the run means no model is built, nor loaded)
     from contracts.engine.model import Model
@@ -26,7 +32,8 @@ def _stamp(cache_dir: str, src: str, plan: ScanPlan) -> Cache:
 def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: str | None = None):
     """The value stored under `key` by the last run, if it still holds, else None.
 
-    Without `generation`: it holds when the tree is the one the stamp recorded (`_same_tree`).
+    Without `generation`: it holds when the tree is the one the stamp recorded: the same stats
+    (`_changed_stats`), or the same contents where only stats changed (`same_contents`).
     With `generation` (of a model just built): when it was computed from a model of that
     generation.
     """
@@ -37,48 +44,113 @@ def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: 
         return None
     if generation is not None:
         return value if data.get("generation") == generation else None
-    return value if _same_tree(data.get("state"), os.path.abspath(src), plan) else None
+    changed = _changed_stats(data.get("state"), os.path.abspath(src), plan)
+    if changed is None:
+        return None
+    if changed:
+        if not same_contents(changed):
+            return None
+        _refresh(cache, data, changed)
+    return value
 
 
-def _same_tree(state, src: str, plan: ScanPlan) -> bool:
-    """Whether the tree under the roots is the recorded one: walked again (one `scandir` per
-    directory, one `lstat` per `.py` file: as cheap as stat'ing the recorded paths), every `.py`
-    file found must be recorded with its (mtime, ctime, size), and every recorded one found. So
-    the state vouches for the files that are there, never for a list someone wrote: a stamp
-    that leaves out a root, a directory or a file -- an empty state, say -- vouches for nothing."""
+def _changed_stats(state, src: str, plan: ScanPlan) -> list | None:
+    """The recorded files whose stat changed, as (path, (mtime, ctime, size), digest), when the
+    tree under the roots may be the recorded one ([]: every stat the same), else None.
+
+    Walked again (one `scandir` per directory, one `lstat` per `.py` file: as cheap as stat'ing
+    the recorded paths), every `.py` file found must be recorded, and every recorded one found;
+    a file whose stat changed must have kept its size and have a recorded content hash (the
+    caller compares its content, `same_contents`). So the state vouches for the files that are
+    there, never for a list someone wrote: a stamp that leaves out a root, a directory or a
+    file -- an empty state, say -- vouches for nothing."""
     try:
         roots, _, files = state
-        recorded = {path: (m, c, s) for path, m, c, s in files}
+        recorded = {path: (m, c, s, d) for path, m, c, s, d in files}
         if [r[0] for r in roots] != [os.path.join(src, r) for r in plan.roots]:
-            return False
+            return None
+        changed: list = []
         seen = 0
+
+        def same(path: str, st) -> bool:
+            rec = recorded.get(path)
+            if rec is None:
+                return False
+            now = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+            if now != rec[:3]:
+                if st.st_size != rec[2] or not isinstance(rec[3], bytes):
+                    return False
+                changed.append((path, now, rec[3]))
+            return True
+
         for top, is_dir, is_file in roots:
             if (os.path.isdir(top), os.path.isfile(top + ".py")) != (is_dir, is_file):
-                return False
+                return None
             if is_file:
-                st = os.lstat(top + ".py")
-                if recorded.get(top + ".py") != (st.st_mtime_ns, st.st_ctime_ns, st.st_size):
-                    return False
+                if not same(top + ".py", os.lstat(top + ".py")):
+                    return None
                 seen += 1
             if is_dir and os.path.islink(top):
-                return False
+                return None
             stack = [top] if is_dir else []
             while stack:
                 with os.scandir(stack.pop()) as it:
                     for entry in it:
                         if entry.is_symlink():
-                            return False  # the state never holds one (`_tree_state`)
+                            return None  # the state never holds one (`_tree_state`)
                         if entry.is_dir(follow_symlinks=False):
                             if entry.name != "__pycache__":
                                 stack.append(entry.path)
                         elif entry.name.endswith(".py"):
-                            st = entry.stat(follow_symlinks=False)
-                            if recorded.get(entry.path) != (st.st_mtime_ns, st.st_ctime_ns, st.st_size):
-                                return False
+                            if not same(entry.path, entry.stat(follow_symlinks=False)):
+                                return None
                             seen += 1
-        return seen == len(recorded)
+        return changed if seen == len(recorded) else None
     except (OSError, TypeError, ValueError):  # a tree that changed under us, a state of another shape
-        return False
+        return None
+
+
+def same_contents(changed: list) -> bool:
+    """Whether each file of `changed` ((path, stat, digest), `_changed_stats`) holds the content
+    of its digest: read and hashed, stopping at the first that does not; in two processes when
+    there are enough of them (`workers.py`: after a fresh copy of 0.5.23, 4,719 files, 68 MB,
+    0.06 s against 0.10 s in one)."""
+    from contracts.engine import workers
+
+    return all(workers.map_parts(_hash_part, None, changed, workers.jobs(None, len(changed))))
+
+
+def _hash_part(_context, chunks) -> bool:
+    for chunk in chunks:
+        for path, _, digest in chunk:
+            try:
+                data, _ = read_regular(path, limit=MAX_READ_BYTES)
+            except OSError:
+                return False
+            if content_digest(data) != digest:
+                return False
+    return True
+
+
+def _refresh(cache: Cache, data: dict, changed: list) -> None:
+    """Record the new stats of `changed`, whose contents were just found the recorded ones, so the
+    next run answers from stats alone; not where one is so recent (`RACY_SECONDS`) that a second
+    edit could keep it, nor where a file changed since it was hashed."""
+    limit = int((time.time() - RACY_SECONDS) * 1e9)
+    now = {path: stat for path, stat, _ in changed}
+    if any(m >= limit or c >= limit for m, c, _ in now.values()):
+        return
+    for path, (m, c, size) in now.items():  # stat'ed again: a write while it was hashed shows
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if (st.st_mtime_ns, st.st_ctime_ns, st.st_size) != (m, c, size):
+            return
+    roots, dirs, files = data["state"]
+    files = [(p, *now[p], d) if p in now else (p, m, c, s, d) for p, m, c, s, d in files]
+    cache.save({"generation": data.get("generation"), "state": (roots, dirs, files),
+                "results": data.get("results", {})}, cache.started_at)
 
 
 def save_result(model: Model, plan: ScanPlan, cache_dir: str, key: str, value) -> None:
@@ -94,10 +166,11 @@ def save_result(model: Model, plan: ScanPlan, cache_dir: str, key: str, value) -
 
 
 def _tree_state(model: Model, plan: ScanPlan, started: float):
-    """(roots, dirs, files) with the stat of every directory and `.py` file under the roots, or
-    None when it cannot vouch for the run's findings: a symlink (what it points to can change
-    without any stat under the roots changing), something modified while the run read it (or
-    within `RACY_SECONDS` of its start), an unreadable directory.
+    """(roots, dirs, files) with the stat of every directory and `.py` file under the roots (and
+    each file's content hash, `Model.digests`), or None when it cannot vouch for the run's
+    findings: a symlink (what it points to can change without any stat under the roots
+    changing), a file modified while the run read it (or within `RACY_SECONDS` of its start)
+    whose content hash is not known, an unreadable directory.
 
     Where the build's walk saw everything (`Discovery.whole`: no link, nothing excluded or
     unreadable) its stats are the state, with the directories it did not enter (a dotted name)
@@ -112,9 +185,9 @@ def _tree_state(model: Model, plan: ScanPlan, started: float):
             roots = [(os.path.join(src, r), os.path.isdir(os.path.join(src, r)),
                       os.path.isfile(os.path.join(src, r) + ".py")) for r in plan.roots]
             dirs = list(disc.dirs)
-            files = [(f.path, f.mtime_ns, f.ctime_ns, f.size) for f in disc.files]
+            files = [(f.path, f.mtime_ns, f.ctime_ns, f.size, model.digests.get(f.path)) for f in disc.files]
             for directory in disc.unwalked:
-                if not _walk_state(directory, dirs, files):
+                if not _walk_state(directory, dirs, files, model.digests):
                     return None
         else:
             for root in plan.roots:
@@ -122,25 +195,34 @@ def _tree_state(model: Model, plan: ScanPlan, started: float):
                 roots.append((top, os.path.isdir(top), os.path.isfile(top + ".py")))
                 if os.path.isfile(top + ".py"):
                     st = os.stat(top + ".py", follow_symlinks=False)
-                    files.append((top + ".py", st.st_mtime_ns, st.st_ctime_ns, st.st_size))
-                if os.path.isdir(top) and not _walk_state(top, dirs, files):
+                    files.append((top + ".py", st.st_mtime_ns, st.st_ctime_ns, st.st_size,
+                                  model.digests.get(top + ".py")))
+                if os.path.isdir(top) and not _walk_state(top, dirs, files, model.digests):
                     return None
     except OSError:
         return None
-    if any(m >= limit or c >= limit for _, m, c in dirs) or any(m >= limit or c >= limit for _, m, c, _ in files):
-        return None
-    seen = {path: (m, s) for path, m, _, s in files}
+    seen = {path: (m, s) for path, m, _, s, _ in files}
     for f in model.discovery.files:  # the files the findings were computed from are these
         if seen.get(f.path) != (f.mtime_ns, f.size):
             return None
+    # A stat so recent that a second edit could keep it vouches for nothing: such a file is
+    # recorded with no mtime, so the next run compares its content with the digest of what the
+    # findings were computed from (a fresh copy, a file saved just before the run); without a
+    # digest there is nothing to compare, and no stamp. (The directories' stats are not compared:
+    # the walk finds what they hold.)
+    if any((m >= limit or c >= limit) and d is None for _, m, c, _, d in files):
+        return None
+    files = [(p, None if m >= limit or c >= limit else m, c, s, d) for p, m, c, s, d in files]
     dirs.sort()
     files.sort()
     return roots, dirs, files
 
 
-def _walk_state(top: str, dirs: list, files: list) -> bool:
-    """Add the stats of `top`, every directory and `.py` file under it to `dirs` and `files`;
-    False at a symlink (raises OSError where a directory cannot be read)."""
+def _walk_state(top: str, dirs: list, files: list, digests: dict) -> bool:
+    """Add the stats of `top`, every directory and `.py` file under it to `dirs` and `files`, with
+    each file's content hash (from `digests`, else read here: a file the build did not read, in a
+    directory it did not enter); False at a symlink (raises OSError where a directory cannot be
+    read)."""
     stack = [top]
     while stack:
         directory = stack.pop()
@@ -157,5 +239,14 @@ def _walk_state(top: str, dirs: list, files: list) -> bool:
                         stack.append(entry.path)
                 elif entry.name.endswith(".py"):
                     st = entry.stat(follow_symlinks=False)
-                    files.append((entry.path, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+                    digest = digests.get(entry.path)
+                    files.append((entry.path, st.st_mtime_ns, st.st_ctime_ns, st.st_size,
+                                  _digest_of(entry.path) if digest is None else digest))
     return True
+
+
+def _digest_of(path: str) -> bytes | None:
+    try:
+        return content_digest(read_regular(path, limit=MAX_READ_BYTES)[0])
+    except OSError:
+        return None

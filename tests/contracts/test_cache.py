@@ -328,10 +328,11 @@ def test_runs_of_different_contracts_do_not_mix(tree, tmp_path_factory, not_racy
 
 
 def _both_states(root):
-    """The stamp's tree state made from the walk's stats, and made by walking again."""
+    """The stamp's tree state made from the walk's stats, and made by walking again (with a cache,
+    as a stamp is only ever made: the files' digests come from the build)."""
     cfg = config_mod.load(str(root / ".importlinter"))
     plan = check.plan_for(cfg)
-    model = model_mod.build_model(str(root), plan)
+    model = model_mod.build_model(str(root), plan, str(root / ".cache"))
     whole = model.discovery.whole
     from_walk = stamp_mod._tree_state(model, plan, model.started)
     model.discovery.whole = False  # as for a tree the walk did not see whole

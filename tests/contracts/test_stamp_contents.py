@@ -1,0 +1,155 @@
+"""The stamp after a fresh copy: every stat new, every content the same. It answers from the
+files' contents (read and hashed, on both cores when there are many), never from a stat that
+could not tell, and it sees a file that changed at the same size, mtime put back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contracts import check
+from contracts import config as config_mod
+from contracts.engine import model as model_mod
+from contracts.engine import stamp as stamp_mod
+
+VIOLATION = "import os\nfrom pkg.jit_kernel import hicache\n"
+CLEAN_SAME_SIZE = "import os\nfrom pkg.kernels import ops  # padding\n"
+CLEAN_SAME_SIZE = CLEAN_SAME_SIZE[: len(VIOLATION) - 1] + "\n"  # exactly as long as VIOLATION
+
+
+def _run(root: Path, cache: Path):
+    cfg = config_mod.load(str(root / ".importlinter"))
+    return check.run(cfg, str(root), cache_dir=str(cache))
+
+
+def _summary(result) -> list[tuple]:
+    return [(f.path, f.line, f.rule, f.imported) for f in result.findings]
+
+
+def _fresh_copy(root: Path) -> None:
+    """What `cp -a` back to the same place does: same contents and mtimes, every ctime new."""
+    saved = root.parent / (root.name + "-saved")
+    shutil.copytree(root, saved)
+    shutil.rmtree(root)
+    shutil.copytree(saved, root)  # (`copy2`: the mtimes are kept)
+    shutil.rmtree(saved)
+
+
+def _forbid(monkeypatch, obj, name):
+    def fail(*args, **kwargs):
+        raise AssertionError(f"{name} was called")
+
+    monkeypatch.setattr(obj, name, fail)
+
+
+def test_a_fresh_copy_is_answered_by_the_stamp_from_the_contents(tree, tmp_path_factory, monkeypatch):
+    # No waiting past the racy window: the first run, right after the files were written, still
+    # leaves a stamp, whose every file is compared by content.
+    root = tree({"pkg/srt/m.py": VIOLATION, "pkg/srt/.tools/x.py": "import pkg.jit_kernel\n"})
+    cache = tmp_path_factory.mktemp("cache")
+    cold = _run(root, cache)
+    assert ("pkg/srt/m.py", 2, "removed-module", "pkg.jit_kernel.hicache") in _summary(cold)
+    _fresh_copy(root)
+    hashed = []
+    real = stamp_mod.same_contents
+    monkeypatch.setattr(stamp_mod, "same_contents", lambda changed: hashed.append(len(changed)) or real(changed))
+    _forbid(monkeypatch, model_mod, "build_model")
+    warm = _run(root, cache)
+    assert warm.cache_status == "warm" and _summary(warm) == _summary(cold)
+    assert hashed == [len(list(root.rglob("*.py")))]  # the file in a dotted directory too
+
+
+@pytest.mark.parametrize("where", ["module", "dotted directory"])
+def test_a_file_changed_at_the_same_size_and_mtime_after_a_copy_is_seen(tree, tmp_path_factory, where,
+                                                                         monkeypatch):
+    rel = "pkg/srt/m.py" if where == "module" else "pkg/srt/.tools/m.py"
+    root = tree({rel: CLEAN_SAME_SIZE})
+    cache = tmp_path_factory.mktemp("cache")
+    before = _summary(_run(root, cache))
+    assert [f for f in before if f[2] == "removed-module"] == []
+    _fresh_copy(root)
+    answers = []
+    real = stamp_mod.same_contents
+    monkeypatch.setattr(stamp_mod, "same_contents", lambda changed: answers.append(real(changed)) or answers[-1])
+    m = root / rel
+    st = m.stat()
+    m.write_text(VIOLATION)
+    os.utime(m, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (m.stat().st_size, m.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    found = _summary(_run(root, cache))
+    # (a file in a directory the walk does not enter is no module: it changes nothing, but the
+    # stamp may not vouch for it by its stat either)
+    assert found == (before + [("pkg/srt/m.py", 2, "removed-module", "pkg.jit_kernel.hicache")]
+                     if where == "module" else before)
+    assert answers == [False]
+
+
+def test_a_file_of_another_size_is_told_by_its_stat_alone(tree, tmp_path_factory, monkeypatch):
+    root = tree({"pkg/srt/m.py": CLEAN_SAME_SIZE})
+    cache = tmp_path_factory.mktemp("cache")
+    _run(root, cache)
+    _fresh_copy(root)
+    (root / "pkg/srt/m.py").write_text(VIOLATION + "x = 1\n")
+    _forbid(monkeypatch, stamp_mod, "same_contents")  # nothing is read to know it changed
+    assert _summary(_run(root, cache)) == [("pkg/srt/m.py", 2, "removed-module", "pkg.jit_kernel.hicache")]
+
+
+def test_the_stamp_takes_the_new_stats_once_they_are_settled(tree, tmp_path_factory, monkeypatch):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache = tmp_path_factory.mktemp("cache")
+    cold = _run(root, cache)
+    _fresh_copy(root)
+    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)  # the copy counts as settled
+    assert _summary(_run(root, cache)) == _summary(cold)  # told by content, the stats recorded
+    _forbid(monkeypatch, stamp_mod, "same_contents")
+    _forbid(monkeypatch, model_mod, "build_model")
+    assert _summary(_run(root, cache)) == _summary(cold)  # by the stats alone
+
+
+def test_a_recent_stat_is_recorded_as_one_that_vouches_for_nothing(tree, tmp_path_factory):
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cfg = config_mod.load(str(root / ".importlinter"))
+    plan = check.plan_for(cfg)
+    model = model_mod.build_model(str(root), plan, str(tmp_path_factory.mktemp("cache")))
+    _, _, files = stamp_mod._tree_state(model, plan, model.started)
+    assert files and all(m is None and isinstance(d, bytes) for _, m, _, _, d in files)
+    changed = stamp_mod._changed_stats(stamp_mod._tree_state(model, plan, model.started), model.src, plan)
+    assert sorted(p for p, _, _ in changed) == sorted(p for p, *_ in files)  # all compared by content
+
+
+_HASH_IN_TWO = """
+import hashlib, json, os, sys
+from contracts.engine import stamp, workers
+paths = sorted(os.path.join(sys.argv[1], n) for n in os.listdir(sys.argv[1]))
+entries = [(p, None, hashlib.sha1(open(p, 'rb').read()).digest()) for p in paths]
+out = {"jobs": workers.jobs(None, len(entries)), "same": stamp.same_contents(entries)}
+for at in (0, len(entries) // 2, len(entries) - 1):
+    wrong = list(entries)
+    wrong[at] = (wrong[at][0], None, b"x" * 20)
+    out[f"wrong at {at}"] = stamp.same_contents(wrong)
+gone = entries + [(paths[0] + ".gone", None, b"x" * 20)]
+out["gone"] = stamp.same_contents(gone)
+print(json.dumps(out))
+"""
+
+
+def test_contents_are_compared_in_two_processes_with_the_same_answer(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    for i in range(600):
+        (files / f"f{i:04}.py").write_text(f"x = {i}\n" * (i % 7 + 1))
+    env = dict(os.environ, PYTHONPATH=str(Path(check.__file__).parents[1]), NAMESPACE_LINT_JOBS="2")
+    done = subprocess.run([sys.executable, "-c", _HASH_IN_TWO, str(files)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    expected_jobs = 2 if hasattr(os, "fork") else 1
+    assert out.pop("jobs") == expected_jobs
+    assert out == {"same": True, "wrong at 0": False, "wrong at 300": False, "wrong at 599": False,
+                   "gone": False}
