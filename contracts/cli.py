@@ -45,6 +45,32 @@ def _version() -> str:
     return __version__
 
 
+_COLUMNS: list[int] = []
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, with the width `shutil.get_terminal_size` gives (`COLUMNS`, else the terminal,
+    else 80) found once, without importing `shutil` (and through it `bz2` and `lzma`): argparse
+    makes a formatter for every option it is given, on every run."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            if not _COLUMNS:
+                _COLUMNS.append(_terminal_columns())
+            width = _COLUMNS[0] - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _terminal_columns() -> int:
+    raw = os.environ.get("COLUMNS", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse's own code for usage errors)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
@@ -74,7 +100,7 @@ def _jobs_asked(args) -> int | None:
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint", description="Guard a namespace migration: removed modules, "
                 "operator-group boundaries, the kernel layer. Reads the same .importlinter as lint-imports.",
-                epilog=COMMANDS, formatter_class=argparse.RawDescriptionHelpFormatter)
+                epilog=COMMANDS, formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"namespace-lint {_version()}")
     p.add_argument("--config", metavar="FILE",
                    help="the import-linter config (default: the first .importlinter, setup.cfg with "

@@ -66,11 +66,16 @@ def displayed(findings, src: str, cwd: str | None = None) -> list[Finding]:
     paths are made for output: every renderer and face takes its findings from here."""
     out = []
     here = os.getcwd() if cwd is None else cwd
+    # Run from `src` itself (the usual case), a normalized relative path is already the answer
+    # (`os.path.relpath` costs ~20 us a file: 12 ms of a 0.15 s warm run upstream).
+    at_src = os.sep == "/" and os.path.normpath(src) == os.path.normpath(here)
     paths: dict[str, str] = {}  # a file's findings share its path (730 findings, 250 files upstream)
     for f in findings:
         shown = paths.get(f.path)
         if shown is None:
-            shown = paths[f.path] = shown_path(f.path, src, here)
+            p = f.path
+            plain = at_src and not p.startswith(("/", "../")) and p != ".." and os.path.normpath(p) == p
+            shown = paths[p] = p if plain else shown_path(p, src, here)
         if shown != f.path:
             f = replace(f, path=shown, message=f.message.replace(f"`{f.path}`", f"`{shown}`"))
         out.append(f)

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 from contracts.renderers import Report
@@ -23,6 +22,8 @@ def rows(report: Report) -> list[dict]:
 def render(report: Report, as_json: bool = False) -> str:
     table = rows(report)
     if as_json:
+        import json  # (only here: a text table needs none)
+
         return json.dumps(table, indent=2)
     width = max((len(str(r["count"])) for r in table), default=1)
     name = max((len(r["rule"]) for r in table), default=1)

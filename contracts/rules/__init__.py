@@ -1,45 +1,56 @@
 """One module per rule. Each module's docstring is that rule's documentation (README's rule
 reference is generated from them: `python -m contracts rules`), `RULE_ID` its stable id, and
-`FIX` whether `--fix` can repair it (always / sometimes / never). Every run loads them (the
-renderers ask `fixable`), a warm one without building a model: they name `Model` in
+`FIX` whether `--fix` can repair it (always / sometimes / never). A warm run loads those of the
+findings it prints (the renderers ask `fixable`) without building a model: they name `Model` in
 annotations only (`TYPE_CHECKING`), and import the engine's heavier parts where they use them."""
 
-from contracts.rules import (
-    group_boundary,
-    layer,
-    missing_module,
-    missing_name,
-    not_scanned,
-    parse_error,
-    private_import,
-    removed_module,
-    shim_present,
-    unknown_group,
-    unused_allowed_import,
+import importlib
+
+# The rule modules, in the order rules are listed; a module's name is its rule id with `_` for
+# `-`. They are imported when first asked for (`rules.removed_module`, `ALL`, `BY_ID`): a warm
+# run, answered from the cache, only asks the rules of the findings it prints (`fixable`).
+NAMES = (
+    "removed_module",
+    "shim_present",
+    "group_boundary",
+    "layer",
+    "private_import",
+    "unknown_group",
+    "unused_allowed_import",
+    "parse_error",
+    "not_scanned",
+    "missing_module",
+    "missing_name",
 )
 
-ALL = (
-    removed_module,
-    shim_present,
-    group_boundary,
-    layer,
-    private_import,
-    unknown_group,
-    unused_allowed_import,
-    parse_error,
-    not_scanned,
-    missing_module,
-    missing_name,
-)
-BY_ID = {rule.RULE_ID: rule for rule in ALL}
+
+def __getattr__(name: str):
+    if name in NAMES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name == "ALL":
+        value = tuple(importlib.import_module(f"{__name__}.{n}") for n in NAMES)
+    elif name == "BY_ID":
+        value = {rule.RULE_ID: rule for rule in __getattr__("ALL")}
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def _rule(rule_id: str):
+    """The module of the rule `rule_id`, or None (the one module imported)."""
+    name = rule_id.replace("-", "_")
+    if name not in NAMES:
+        return None
+    rule = importlib.import_module(f"{__name__}.{name}")
+    return rule if rule.RULE_ID == rule_id else None
 
 
 def fixable(finding) -> bool:
     """Does `--fix` offer to repair `finding`? A rule whose `FIX` is "always" does; one whose
     `FIX` is "sometimes" does when the finding names what to write instead (`--fix` may still
     refuse an unsafe rewrite, and says why); "never" does not."""
-    rule = BY_ID.get(finding.rule)
-    fix = getattr(rule, "FIX", "never")
+    fix = getattr(_rule(finding.rule), "FIX", "never")
     return fix == "always" or (fix == "sometimes" and finding.replacement is not None)
 
 

@@ -29,6 +29,16 @@ def test_readme_documents_the_rule_with_an_example_finding(rule):
     assert re.search(rf":\d+:\d+: {re.escape(rule.RULE_ID)} ", row), "the row shows a real finding"
 
 
+def test_every_rule_module_is_listed_under_its_id():
+    # (the package imports a rule's module by its id: `rules.fixable` loads only that one)
+    found = sorted(p.stem for p in (REPO / "contracts" / "rules").glob("*.py") if not p.stem.startswith("_"))
+    assert sorted(rules.NAMES) == found
+    for rule in rules.ALL:
+        assert rule.__name__ == f"contracts.rules.{rule.RULE_ID.replace('-', '_')}"
+        assert rules._rule(rule.RULE_ID) is rule
+    assert rules._rule("no-such-rule") is None
+
+
 def test_rule_ids_are_unique_and_stable():
     assert list(rules.BY_ID) == [
         "removed-module", "shim-present", "group-boundary", "layer", "private-import",
