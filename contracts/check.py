@@ -189,7 +189,8 @@ def run(config: Config, src: str, paths: list[str] | None = None,
     key = _result_key(config, src, contract_ids) if cache_dir else None
     timings: dict[str, float] = {}
     clock = time.perf_counter()
-    full = _from_data(load_result(src, plan, cache_dir, key)) if key else None
+    stamp: dict = {}
+    full = _from_data(load_result(src, plan, cache_dir, key, report=stamp)) if key else None
     status = "warm"
     if full is None:
         # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
@@ -210,6 +211,8 @@ def run(config: Config, src: str, paths: list[str] | None = None,
             save_result(model, plan, cache_dir, key, _to_data(full))
     else:
         timings["cache"] = time.perf_counter() - clock
+        if stamp.get("hashed"):
+            timings[f"cache: {stamp['hashed']} files hashed"] = timings["cache"]
     full, notes = _with_importers(full, config, src, plan, paths, contract_ids)
     result = _filtered(full, config, src, paths, status)
     result.timings = timings

@@ -29,8 +29,10 @@ def _stamp(cache_dir: str, src: str, plan: ScanPlan) -> Cache:
     return Cache(cache_dir, cache_key(os.path.abspath(src), plan), kind="stamp")
 
 
-def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: str | None = None):
-    """The value stored under `key` by the last run, if it still holds, else None.
+def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: str | None = None,
+                report: dict | None = None):
+    """The value stored under `key` by the last run, if it still holds, else None. `report`, if
+    given, gets `hashed`: how many files were read to compare their contents.
 
     Without `generation`: it holds when the tree is the one the stamp recorded: the same stats
     (`_changed_stats`), or the same contents where only stats changed (`same_contents`).
@@ -48,6 +50,8 @@ def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: 
     if changed is None:
         return None
     if changed:
+        if report is not None:
+            report["hashed"] = len(changed)
         if not same_contents(changed):
             return None
         _refresh(cache, data, changed)
