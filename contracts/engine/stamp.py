@@ -46,16 +46,52 @@ def load_result(src: str, plan: ScanPlan, cache_dir: str, key: str, generation: 
         return None
     if generation is not None:
         return value if data.get("generation") == generation else None
-    changed = _changed_stats(data.get("state"), os.path.abspath(src), plan)
+    src = os.path.abspath(src)
+    state = data.get("state")
+    if _looks_copied(state):
+        changed = _contents_compared(state, src, plan)
+    else:
+        changed = _changed_stats(state, src, plan)
+        if changed and not same_contents(changed):
+            return None
     if changed is None:
         return None
     if changed:
         if report is not None:
             report["hashed"] = len(changed)
-        if not same_contents(changed):
-            return None
         _refresh(cache, data, changed)
     return value
+
+
+class _Differs(Exception):
+    """The tree is not the recorded one (`_walk`)."""
+
+
+def _walk(state, src: str, plan: ScanPlan):
+    """Every `.py` file under the roots the state records, as (path, its `DirEntry` or None):
+    one `scandir` per directory. Raises `_Differs` where the roots are not the recorded ones, and
+    at a symlink (the state never holds one, `_tree_state`)."""
+    roots = state[0]
+    if [r[0] for r in roots] != [os.path.join(src, r) for r in plan.roots]:
+        raise _Differs
+    for top, is_dir, is_file in roots:
+        if (os.path.isdir(top), os.path.isfile(top + ".py")) != (is_dir, is_file):
+            raise _Differs
+        if is_file:
+            yield top + ".py", None
+        if is_dir and os.path.islink(top):
+            raise _Differs
+        stack = [top] if is_dir else []
+        while stack:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    if entry.is_symlink():
+                        raise _Differs
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != "__pycache__":
+                            stack.append(entry.path)
+                    elif entry.name.endswith(".py"):
+                        yield entry.path, entry
 
 
 def _changed_stats(state, src: str, plan: ScanPlan) -> list | None:
@@ -69,49 +105,102 @@ def _changed_stats(state, src: str, plan: ScanPlan) -> list | None:
     there, never for a list someone wrote: a stamp that leaves out a root, a directory or a
     file -- an empty state, say -- vouches for nothing."""
     try:
-        roots, _, files = state
-        recorded = {path: (m, c, s, d) for path, m, c, s, d in files}
-        if [r[0] for r in roots] != [os.path.join(src, r) for r in plan.roots]:
-            return None
+        recorded = {path: (m, c, s, d) for path, m, c, s, d in state[2]}
         changed: list = []
         seen = 0
-
-        def same(path: str, st) -> bool:
+        for path, entry in _walk(state, src, plan):
             rec = recorded.get(path)
             if rec is None:
-                return False
+                return None
+            st = os.lstat(path) if entry is None else entry.stat(follow_symlinks=False)
             now = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
             if now != rec[:3]:
                 if st.st_size != rec[2] or not isinstance(rec[3], bytes):
-                    return False
-                changed.append((path, now, rec[3]))
-            return True
-
-        for top, is_dir, is_file in roots:
-            if (os.path.isdir(top), os.path.isfile(top + ".py")) != (is_dir, is_file):
-                return None
-            if is_file:
-                if not same(top + ".py", os.lstat(top + ".py")):
                     return None
-                seen += 1
-            if is_dir and os.path.islink(top):
-                return None
-            stack = [top] if is_dir else []
-            while stack:
-                with os.scandir(stack.pop()) as it:
-                    for entry in it:
-                        if entry.is_symlink():
-                            return None  # the state never holds one (`_tree_state`)
-                        if entry.is_dir(follow_symlinks=False):
-                            if entry.name != "__pycache__":
-                                stack.append(entry.path)
-                        elif entry.name.endswith(".py"):
-                            if not same(entry.path, entry.stat(follow_symlinks=False)):
-                                return None
-                            seen += 1
+                changed.append((path, now, rec[3]))
+            seen += 1
         return changed if seen == len(recorded) else None
-    except (OSError, TypeError, ValueError):  # a tree that changed under us, a state of another shape
+    except (_Differs, OSError, TypeError, ValueError, IndexError):  # a tree that changed under us, a state of another shape
         return None
+
+
+# How many recorded files `_looks_copied` stats before the walk.
+_SAMPLE = 16
+
+
+def _looks_copied(state) -> bool:
+    """Whether most of a sample of the recorded files have new stats but their sizes (a fresh copy,
+    a checkout that rewrote every file): then the contents are compared while the tree is walked
+    (`_contents_compared`), not after."""
+    from contracts.engine.workers import MIN_FILES  # (fewer: no second process pays)
+
+    try:
+        files = state[2]
+        if len(files) < MIN_FILES:
+            return False
+        sample = files[::max(1, len(files) // _SAMPLE)][:_SAMPLE]
+        moved = 0
+        for path, m, c, s, d in sample:
+            st = os.lstat(path)
+            if (st.st_mtime_ns, st.st_ctime_ns) != (m, c) and st.st_size == s and isinstance(d, bytes):
+                moved += 1
+        return moved * 2 > len(sample)
+    except (OSError, TypeError, ValueError, IndexError):
+        return False
+
+
+def _contents_compared(state, src: str, plan: ScanPlan) -> list | None:
+    """What `_changed_stats` answers, where (nearly) every stat moved: other processes stat every
+    recorded file and compare the contents of those whose stat changed (`_compare_part`) while
+    this one walks the tree, checking names only (every `.py` file found recorded, as many found
+    as recorded), then takes its share of what is left. None where anything differs."""
+    from contracts.engine import workers
+
+    try:
+        entries = [(path, (m, c, s), d) for path, m, c, s, d in state[2]]
+        recorded = {path for path, _, _ in entries}
+    except (TypeError, ValueError, IndexError):
+        return None
+    walked: list[bool] = []
+
+    def walk() -> None:
+        try:
+            count = 0
+            for path, _ in _walk(state, src, plan):
+                if path not in recorded:
+                    break
+                count += 1
+            else:
+                walked.append(count == len(recorded))
+        except (_Differs, OSError):
+            pass
+
+    parts = workers.map_parts(_compare_part, None, entries, workers.jobs(None, len(entries)), meanwhile=walk)
+    if walked != [True] or any(part is None for part in parts):
+        return None
+    return [c for part in parts for c in part]
+
+
+def _compare_part(_context, chunks) -> list | None:
+    """The files of `chunks` ((path, recorded stat, digest)) whose stat changed, with their new
+    stat, when each of those holds the content of its digest (and kept its size), else None."""
+    out = []
+    for chunk in chunks:
+        for path, stat, digest in chunk:
+            try:
+                st = os.lstat(path)
+                now = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+                if now == stat:
+                    continue
+                if st.st_size != stat[2] or not isinstance(digest, bytes) or not stat_mod.S_ISREG(st.st_mode):
+                    return None
+                data, _ = read_regular(path, limit=MAX_READ_BYTES)
+            except OSError:
+                return None
+            if content_digest(data) != digest:
+                return None
+            out.append((path, now, digest))
+    return out
 
 
 def same_contents(changed: list) -> bool:

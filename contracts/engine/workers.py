@@ -81,20 +81,25 @@ def chunks(files: list, n: int) -> list[list]:
     return [files[i:i + size] for i in range(0, len(files), size)] if n > 1 else [list(files)]
 
 
-def map_parts(scan, context, files: list, n: int) -> list:
+def map_parts(scan, context, files: list, n: int, meanwhile=None) -> list:
     """`scan(context, chunks)` in `n` processes, which share the chunks of `files`: a list of
-    what each returned (`scan` takes an iterable of chunks, each a list of files)."""
+    what each returned (`scan` takes an iterable of chunks, each a list of files). `meanwhile()`,
+    if given, runs in this process once the others have started, before it takes its share."""
     pieces = chunks(files, n)
     n = min(n, len(pieces))  # (`--jobs 10000`: a process per chunk at most, not per file)
-    if n <= 1:
-        return [scan(context, iter(pieces))]
     try:
-        queue = _Queue(len(pieces))
+        queue = _Queue(len(pieces)) if n > 1 else None
     except OSError:  # no pipe to be had (out of file descriptors): this process alone
+        queue = None
+    if queue is None:
+        if meanwhile is not None:
+            meanwhile()
         return [scan(context, iter(pieces))]
     forked = [_fork(scan, context, pieces, queue) for _ in range(n - 1)]  # every fork before any thread
     queue.close_write()
     children = [_Child(*f) for f in forked if f is not None]
+    if meanwhile is not None:
+        meanwhile()
     mine: list[int] = []
     results = [scan(context, queue.take(pieces, mine))]
     queue.close()

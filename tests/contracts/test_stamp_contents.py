@@ -153,3 +153,83 @@ def test_contents_are_compared_in_two_processes_with_the_same_answer(tmp_path):
     assert out.pop("jobs") == expected_jobs
     assert out == {"same": True, "wrong at 0": False, "wrong at 300": False, "wrong at 599": False,
                    "gone": False}
+
+
+def _many(n: int = 450) -> dict[str, str]:
+    """Enough files that the contents are compared while the tree is walked (`_looks_copied`)."""
+    files = {f"pkg/srt/gen/m{i:03}.py": f"import os\nX{i} = {i}\n" for i in range(n)}
+    files["pkg/srt/gen/__init__.py"] = ""
+    files["pkg/srt/m.py"] = CLEAN_SAME_SIZE
+    return files
+
+
+@pytest.mark.parametrize("change", ["none", "same size and mtime", "added", "deleted", "symlink"])
+def test_a_large_fresh_copy_is_compared_while_walked_and_every_change_is_seen(tree, tmp_path_factory, monkeypatch,
+                                                                                change):
+    root = tree(_many())
+    cache = tmp_path_factory.mktemp("cache")
+    before = _summary(_run(root, cache))
+    _fresh_copy(root)
+    m = root / "pkg/srt/m.py"
+    if change == "same size and mtime":
+        st = m.stat()
+        m.write_text(VIOLATION)
+        os.utime(m, ns=(st.st_atime_ns, st.st_mtime_ns))
+    elif change == "added":
+        (root / "pkg/srt/gen/new.py").write_text(VIOLATION)
+    elif change == "deleted":
+        (root / "pkg/srt/gen/m007.py").unlink()
+    elif change == "symlink":
+        m.unlink()
+        m.symlink_to(root / "pkg/srt/gen/m001.py")
+    seen = []
+    real = stamp_mod._contents_compared
+    monkeypatch.setattr(stamp_mod, "_contents_compared", lambda *a: seen.append(real(*a)) or seen[-1])
+    if change == "none":
+        _forbid(monkeypatch, model_mod, "build_model")
+    after = _run(root, cache)
+    assert len(seen) == 1  # (the path taken: most stats moved)
+    if change == "none":
+        assert after.cache_status == "warm" and _summary(after) == before
+        assert len(seen[0]) == len(list(root.rglob("*.py")))
+        return
+    assert seen == [None]
+    cfg = config_mod.load(str(root / ".importlinter"))
+    assert _summary(after) == _summary(check.run(cfg, str(root)))  # what a run without the cache says
+    if change in ("same size and mtime", "added"):
+        assert any(f[2] == "removed-module" for f in _summary(after))
+
+
+_COPIED_IN_TWO = """
+import json, sys
+from contracts.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+"""
+
+
+def test_a_large_fresh_copy_compared_in_two_processes_answers_what_the_tree_holds(tree, tmp_path_factory):
+    root = tree(_many())
+    cache = tmp_path_factory.mktemp("cache")
+    env = dict(os.environ, PYTHONPATH=str(Path(check.__file__).parents[1]), NAMESPACE_LINT_JOBS="2")
+    args = ["--cache-dir", str(cache), "--format", "json", "-v"]
+
+    def cli():
+        done = subprocess.run([sys.executable, "-c", _COPIED_IN_TWO, *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=120)
+        return json.loads(done.stdout)["findings"], done.stderr
+
+    cold, _ = cli()
+    _fresh_copy(root)
+    warm, talk = cli()
+    assert warm == cold and "read and hashed" in talk, talk
+    _fresh_copy(root)
+    m = root / "pkg/srt/m.py"
+    st = m.stat()
+    m.write_text(VIOLATION)
+    os.utime(m, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed, talk = cli()
+    assert "read and hashed" not in talk
+    assert [f["path"] for f in changed if f["rule"] == "removed-module"] == ["pkg/srt/m.py"]
