@@ -11,7 +11,6 @@ used: one warning, and the run goes on without it.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import os
@@ -147,6 +146,8 @@ def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
     if not patterns or not isinstance(spec, (RemovedSpec, GroupsSpec, LayerSpec, MissingSpec)):
         return _rule_findings(model, config, spec)
     used: set[int] = set()
+    import copy
+
     view = copy.copy(model)
     view.edges = ignores.without_ignored(model.edges, patterns, used)
     found = ignores.filter_findings(_rule_findings(view, config, spec), patterns, used)

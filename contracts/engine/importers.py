@@ -18,7 +18,6 @@ the path or one of its parent directories.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from dataclasses import dataclass, field
@@ -126,7 +125,12 @@ def importer_files(layout: Layout, inside: list[str]) -> tuple[list[str], list[s
 
     for entry in layout.importer_paths:
         full = os.path.join(layout.base, entry)
-        matches = sorted(glob.glob(full, recursive=True)) if _GLOB_CHARS.search(entry) else [full]
+        if _GLOB_CHARS.search(entry):
+            import glob  # (only for a pattern: most configs name directories)
+
+            matches = sorted(glob.glob(full, recursive=True))
+        else:
+            matches = [full]
         hit = False
         for path in matches:
             if layout.excluded_by(path):

@@ -20,7 +20,6 @@ Nothing is spawned, so nothing is imported afresh and no code of the checked tre
 from __future__ import annotations
 
 import os
-import pickle
 import sys
 import threading
 import weakref
@@ -162,6 +161,8 @@ class _Child:
         _, status = os.waitpid(self.pid, 0)
         if status != 0:
             return None
+        import pickle
+
         try:
             ok, taken, value = pickle.loads(b"".join(self.chunks))
         except Exception:  # noqa: BLE001 - a truncated or garbled answer: its chunks are scanned here
@@ -171,6 +172,8 @@ class _Child:
 
 def _fork(scan, context, pieces: list, queue: _Queue) -> tuple[int, int] | None:
     """(pid, the read end of its answer) of a child taking chunks from `queue`, or None."""
+    import pickle  # (here, before the fork: a run that forks nothing never loads it)
+
     try:
         read_end, write_end = os.pipe()
     except OSError:
