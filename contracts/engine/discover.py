@@ -117,6 +117,8 @@ class _Walker:
         # far slower `relpath` (0.4 s for upstream's 4,719 files).
         rel = path[len(top):] if path.startswith(top) and ".." not in path else os.path.relpath(path, self.result.src)
         rel = rel.replace(os.sep, "/") if os.sep != "/" else rel
+        if rel.isascii():
+            return rel
         # A name that is not UTF-8 arrives with surrogate escapes; show its bytes instead.
         return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
@@ -192,14 +194,17 @@ class _Walker:
                 self.result.whole = False
                 self._link(entry, parts, depth)
                 return
-            est = entry.stat(follow_symlinks=False)
+            # The kind from the directory listing (no system call where the file system gives
+            # it); only a `.py` file is stat'ed here (a directory is, by `walk`).
+            is_dir = entry.is_dir(follow_symlinks=False)
+            est = entry.stat(follow_symlinks=False) if not is_dir and name.endswith(".py") else None
         except OSError as e:
             self.skip(entry.path, f"cannot stat: {e.strerror or e}")
             return
-        if stat_mod.S_ISDIR(est.st_mode):
+        if is_dir:
             if name != "__pycache__":
                 self.walk(entry.path, parts + [name], depth + 1)
-        elif name.endswith(".py"):
+        elif est is not None:
             self._py(entry.path, name, parts, est)
         elif name.endswith((".pyi", ".so", ".pyd")):
             stem = name[:-4] if name.endswith(".pyi") else name.split(".", 1)[0]  # foo.cpython-311-x86_64-linux-gnu.so
