@@ -387,13 +387,15 @@ def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None, decode
 
 def _python_lines(f: SourceFile, data: bytes | None) -> list[str]:
     """`f`'s lines as Python reads and numbers them: its declared encoding, no BOM."""
-    from contracts.engine.scan import decode_source
+    from contracts.engine.scan import declared_encoding, decode_source
 
     if data is None:
         try:
             data = read_regular(f.path, limit=MAX_READ_BYTES)[0]
         except OSError:
             return []
+    if not data.startswith(b"\xef\xbb\xbf") and declared_encoding(data) is None:
+        return physical_lines(data)  # what the round trip below gives, without it (most files)
     try:
         return physical_lines(decode_source(data).encode("utf-8"))
     except (SyntaxError, UnicodeError, LookupError):  # undecodable: the parse says why elsewhere
