@@ -17,7 +17,7 @@ import stat as stat_mod
 import time
 
 from contracts.engine.cache import RACY_SECONDS, Cache, content_digest
-from contracts.engine.files import read_regular
+from contracts.engine.files import open_regular, read_fd, read_regular
 from contracts.engine.records import MAX_READ_BYTES, ScanPlan, cache_key
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
@@ -188,13 +188,16 @@ def _compare_part(_context, chunks) -> list | None:
     for chunk in chunks:
         for path, stat, digest in chunk:
             try:
-                st = os.lstat(path)
-                now = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
-                if now == stat:
-                    continue
-                if st.st_size != stat[2] or not isinstance(digest, bytes) or not stat_mod.S_ISREG(st.st_mode):
-                    return None
-                data, _ = read_regular(path, limit=MAX_READ_BYTES)
+                fd, st = open_regular(path)  # (its fstat: no `lstat` besides; a symlink is refused)
+                try:
+                    now = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+                    if now == stat:
+                        continue
+                    if st.st_size != stat[2] or not isinstance(digest, bytes):
+                        return None
+                    data = read_fd(fd, st, MAX_READ_BYTES)
+                finally:
+                    os.close(fd)
             except OSError:
                 return None
             if content_digest(data) != digest:
