@@ -5,7 +5,8 @@ and each file's content hash (`save_result`); the next run answers from them wit
 anything when a walk finds the same stats (`load_result`): one `scandir` per directory, one
 `lstat` per file. Where only stats moved (a fresh copy, a checkout that rewrote files to the
 same content: every ctime new), the files whose stat changed are read and hashed, on both cores
-when there are many, and the stamp answers if every content is the recorded one. A symlink
+when there are many (where most moved, by the other process while this one walks the names:
+`_contents_compared`), and the stamp answers if every content is the recorded one. A symlink
 anywhere leaves no stamp; a file modified within `RACY_SECONDS` of the run's start is always
 compared by content.
 """
