@@ -53,6 +53,7 @@ class Result:
     # graph), "rules"; a phase that did not run is absent.
     timings: dict[str, float] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # named files no rule checks, one line each
+    hashed: int = 0  # files the stamp read and hashed to answer (their stats had moved; `--verbose`)
 
 
 def _below_root(module: str) -> str:
@@ -145,9 +146,9 @@ def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
     patterns = getattr(spec, "ignore_imports", ())
     if not patterns or not isinstance(spec, (RemovedSpec, GroupsSpec, LayerSpec, MissingSpec)):
         return _rule_findings(model, config, spec)
-    used: set[int] = set()
     import copy
 
+    used: set[int] = set()
     view = copy.copy(model)
     view.edges = ignores.without_ignored(model.edges, patterns, used)
     found = ignores.filter_findings(_rule_findings(view, config, spec), patterns, used)
@@ -212,11 +213,10 @@ def run(config: Config, src: str, paths: list[str] | None = None,
             save_result(model, plan, cache_dir, key, _to_data(full))
     else:
         timings["cache"] = time.perf_counter() - clock
-        if stamp.get("hashed"):
-            timings[f"cache: {stamp['hashed']} files hashed"] = timings["cache"]
     full, notes = _with_importers(full, config, src, plan, paths, contract_ids)
     result = _filtered(full, config, src, paths, status)
     result.timings = timings
+    result.hashed = stamp.get("hashed", 0) if "cache" in timings else 0
     result.warnings.extend(warnings + notes)
     result.notices = named_file_notices(config, src, paths)
     return result

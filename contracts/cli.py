@@ -521,13 +521,12 @@ def _verbose(result, timings: dict[str, float]) -> None:
         "warm": "warm: unchanged files answered from the cache",
         "corrupt": "corrupt: discarded and rebuilt",
     }.get(result.cache_status, result.cache_status)
-    hashed = next((name.split()[1] for name in timings if name.startswith("cache: ")), None)
-    if hashed:
-        cache = (f"warm: the files' contents are unchanged ({hashed} read and hashed: their stats had "
-                 "moved), findings answered from the cache")
+    if getattr(result, "hashed", 0):
+        cache = (f"warm: the files' contents are unchanged ({result.hashed} read and hashed: their stats "
+                 "had moved), findings answered from the cache")
     elif "cache" in timings:
         cache = "warm: the tree is unchanged, findings answered from the cache (no file read)"
-    phases = ", ".join(f"{name} {seconds:.3f}s" for name, seconds in timings.items() if not name.startswith("cache: "))
+    phases = ", ".join(f"{name} {seconds:.3f}s" for name, seconds in timings.items())
     print(f"namespace-lint: cache {cache}", file=sys.stderr)
     print(f"namespace-lint: {result.files_scanned} of {result.files_total} .py files scanned; {phases}",
           file=sys.stderr)
