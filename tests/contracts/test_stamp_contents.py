@@ -57,8 +57,8 @@ def test_a_fresh_copy_is_answered_by_the_stamp_from_the_contents(tree, tmp_path_
     assert ("pkg/srt/m.py", 2, "removed-module", "pkg.jit_kernel.hicache") in _summary(cold)
     _fresh_copy(root)
     hashed = []
-    real = stamp_mod.same_contents
-    monkeypatch.setattr(stamp_mod, "same_contents", lambda changed: hashed.append(len(changed)) or real(changed))
+    real = stamp_mod.compared_contents
+    monkeypatch.setattr(stamp_mod, "compared_contents", lambda changed: hashed.append(len(changed)) or real(changed))
     _forbid(monkeypatch, model_mod, "build_model")
     warm = _run(root, cache)
     assert warm.cache_status == "warm" and _summary(warm) == _summary(cold)
@@ -75,8 +75,14 @@ def test_a_file_changed_at_the_same_size_and_mtime_after_a_copy_is_seen(tree, tm
     assert [f for f in before if f[2] == "removed-module"] == []
     _fresh_copy(root)
     answers = []
-    real = stamp_mod.same_contents
-    monkeypatch.setattr(stamp_mod, "same_contents", lambda changed: answers.append(real(changed)) or answers[-1])
+    real = stamp_mod.compared_contents
+
+    def spy(changed):
+        got = real(changed)
+        answers.append(got is not None)
+        return got
+
+    monkeypatch.setattr(stamp_mod, "compared_contents", spy)
     m = root / rel
     st = m.stat()
     m.write_text(VIOLATION)
@@ -96,7 +102,7 @@ def test_a_file_of_another_size_is_told_by_its_stat_alone(tree, tmp_path_factory
     _run(root, cache)
     _fresh_copy(root)
     (root / "pkg/srt/m.py").write_text(VIOLATION + "x = 1\n")
-    _forbid(monkeypatch, stamp_mod, "same_contents")  # nothing is read to know it changed
+    _forbid(monkeypatch, stamp_mod, "compared_contents")  # nothing is read to know it changed
     assert _summary(_run(root, cache)) == [("pkg/srt/m.py", 2, "removed-module", "pkg.jit_kernel.hicache")]
 
 
@@ -107,7 +113,7 @@ def test_the_stamp_takes_the_new_stats_once_they_are_settled(tree, tmp_path_fact
     _fresh_copy(root)
     monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)  # the copy counts as settled
     assert _summary(_run(root, cache)) == _summary(cold)  # told by content, the stats recorded
-    _forbid(monkeypatch, stamp_mod, "same_contents")
+    _forbid(monkeypatch, stamp_mod, "compared_contents")
     _forbid(monkeypatch, model_mod, "build_model")
     assert _summary(_run(root, cache)) == _summary(cold)  # by the stats alone
 
@@ -127,19 +133,28 @@ _HASH_IN_TWO = """
 import hashlib, json, os, sys
 from contracts.engine import stamp, workers
 paths = sorted(os.path.join(sys.argv[1], n) for n in os.listdir(sys.argv[1]))
-entries = [(p, None, hashlib.sha1(open(p, 'rb').read()).digest()) for p in paths]
-out = {"jobs": workers.jobs(None, len(entries)), "same": stamp.same_contents(entries)}
+def moved(p):  # a recorded stat of the same size that no longer holds
+    return (0, 0, os.path.getsize(p))
+entries = [(p, moved(p), hashlib.sha1(open(p, 'rb').read()).digest()) for p in paths]
+def answer(entries):
+    got = stamp.compared_contents(entries)
+    return None if got is None else len(got)
+out = {"jobs": workers.jobs(None, len(entries)), "same": answer(entries)}
 for at in (0, len(entries) // 2, len(entries) - 1):
     wrong = list(entries)
-    wrong[at] = (wrong[at][0], None, b"x" * 20)
-    out[f"wrong at {at}"] = stamp.same_contents(wrong)
-gone = entries + [(paths[0] + ".gone", None, b"x" * 20)]
-out["gone"] = stamp.same_contents(gone)
+    wrong[at] = (wrong[at][0], wrong[at][1], b"x" * 20)
+    out[f"wrong at {at}"] = answer(wrong)
+st = os.stat(paths[5])
+out["unmoved"] = answer([(paths[5], (st.st_mtime_ns, st.st_ctime_ns, st.st_size), b"x" * 20)])
+out["other size"] = answer([(paths[5], (0, 0, st.st_size + 1), entries[5][2])])
+gone = entries + [(paths[0] + ".gone", (0, 0, 1), b"x" * 20)]
+out["gone"] = answer(gone)
 print(json.dumps(out))
 """
 
 
 def test_contents_are_compared_in_two_processes_with_the_same_answer(tmp_path):
+    # (an unmoved stat is trusted without reading; a moved one is hashed, whatever its digest)
     files = tmp_path / "files"
     files.mkdir()
     for i in range(600):
@@ -151,8 +166,8 @@ def test_contents_are_compared_in_two_processes_with_the_same_answer(tmp_path):
     out = json.loads(done.stdout)
     expected_jobs = 2 if hasattr(os, "fork") else 1
     assert out.pop("jobs") == expected_jobs
-    assert out == {"same": True, "wrong at 0": False, "wrong at 300": False, "wrong at 599": False,
-                   "gone": False}
+    assert out == {"same": 600, "wrong at 0": None, "wrong at 300": None, "wrong at 599": None,
+                   "unmoved": 0, "other size": None, "gone": None}
 
 
 def _many(n: int = 450) -> dict[str, str]:
