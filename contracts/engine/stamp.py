@@ -82,17 +82,31 @@ def _walk(state, src: str, plan: ScanPlan):
             yield top + ".py", None
         if is_dir and os.path.islink(top):
             raise _Differs
-        stack = [top] if is_dir else []
-        while stack:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    if entry.is_symlink():
-                        raise _Differs
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name != "__pycache__":
-                            stack.append(entry.path)
-                    elif entry.name.endswith(".py"):
-                        yield entry.path, entry
+        if is_dir:
+            yield from _py_files(top)
+
+
+def _py_files(top: str, dirs: list | None = None):
+    """Each `.py` file under the directory `top` as (path, its `DirEntry`), `__pycache__` left
+    out: one `scandir` per directory; with `dirs`, each directory's (path, mtime, ctime) is
+    appended to it. Raises `_Differs` at a symlink (the state never holds one)."""
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        if dirs is not None:
+            st = os.stat(directory, follow_symlinks=False)
+            if stat_mod.S_ISLNK(st.st_mode):
+                raise _Differs
+            dirs.append((directory, st.st_mtime_ns, st.st_ctime_ns))
+        with os.scandir(directory) as it:
+            for entry in it:
+                if entry.is_symlink():
+                    raise _Differs
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    yield entry.path, entry
 
 
 def _changed_stats(state, src: str, plan: ScanPlan) -> list | None:
@@ -305,25 +319,14 @@ def _walk_state(top: str, dirs: list, files: list, digests: dict) -> bool:
     each file's content hash (from `digests`, else read here: a file the build did not read, in a
     directory it did not enter); False at a symlink (raises OSError where a directory cannot be
     read)."""
-    stack = [top]
-    while stack:
-        directory = stack.pop()
-        st = os.stat(directory, follow_symlinks=False)
-        if stat_mod.S_ISLNK(st.st_mode):
-            return False
-        dirs.append((directory, st.st_mtime_ns, st.st_ctime_ns))
-        with os.scandir(directory) as it:
-            for entry in it:
-                if entry.is_symlink():
-                    return False
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != "__pycache__":
-                        stack.append(entry.path)
-                elif entry.name.endswith(".py"):
-                    st = entry.stat(follow_symlinks=False)
-                    digest = digests.get(entry.path)
-                    files.append((entry.path, st.st_mtime_ns, st.st_ctime_ns, st.st_size,
-                                  _digest_of(entry.path) if digest is None else digest))
+    try:
+        for path, entry in _py_files(top, dirs):
+            st = entry.stat(follow_symlinks=False)
+            digest = digests.get(path)
+            files.append((path, st.st_mtime_ns, st.st_ctime_ns, st.st_size,
+                          _digest_of(path) if digest is None else digest))
+    except _Differs:
+        return False
     return True
 
 
