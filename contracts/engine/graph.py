@@ -80,15 +80,20 @@ class EdgeScanner:
     def __init__(self, known: dict[str, SourceFile], roots: dict[str, str]) -> None:
         self.known, self.roots = known, roots
         self._native_args = None
+        self._basic = None
         self._native_broken = False
 
-    def scan(self, files: list[SourceFile], decoded=frozenset()) -> tuple[dict[str, list[tuple]], dict[str, str]]:
+    def scan(self, files: list[SourceFile], decoded=frozenset(), syntax_only: bool = False
+             ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
         """Edges (imported, line, contents) of each file in `files`, by importer module.
 
         Files the scanner rejects come back in the second dict as module -> reason (the caller
         reports them as parse errors). Modules in `decoded` (a declared encoding other than
         UTF-8, or identifiers Python NFKC-normalizes) are read with `ast`, which decodes them as
-        Python does; grimp's scanner would read their raw bytes.
+        Python does; grimp's scanner would read their raw bytes. `syntax_only`: only whether each
+        file parses is asked (every one parsed still has an entry, its edges resolved against the
+        batch alone): the scanner is told of these files only, so a call costs no more than its
+        files (told of every module of 0.5.23, a call costs ~10 ms more).
         """
         edges: dict[str, list[tuple]] = {}
         failed: dict[str, str] = {}
@@ -99,7 +104,7 @@ class EdgeScanner:
             (native if native_ok else others).append(f)
         if native and not self._native_broken:
             try:
-                edges.update(self._native(native, failed))
+                edges.update(self._native(native, failed, syntax_only))
             except Exception:  # pragma: no cover - depends on grimp internals; the ast pass is exact
                 self._native_broken = True
                 others = others + native
@@ -133,9 +138,7 @@ class EdgeScanner:
 
     def _setup(self):
         if self._native_args is None:
-            from grimp import _rustgrimp as rust  # grimp's own scanner (what build_graph calls)
-            from grimp.application.ports.modulefinder import FoundPackage, ModuleFile
-            from grimp.domain.valueobjects import Module
+            rust, FoundPackage, ModuleFile, Module = scanner_api()
 
             module_file = {m: ModuleFile(module=Module(m), mtime=0) for m, f in self.known.items()
                            if _identifier_module(m) and _named_as_found(f)}
@@ -147,8 +150,23 @@ class EdgeScanner:
             self._native_args = (rust, module_file, packages, rust.RealBasicFileSystem())
         return self._native_args
 
-    def _native(self, files: list[SourceFile], failed: dict[str, str]) -> dict[str, list[tuple]]:
-        rust, module_file, packages, basic = self._setup()
+    def _alone(self, files: list[SourceFile]):
+        """The scanner's arguments for a tree of these files alone."""
+        rust, FoundPackage, ModuleFile, Module = scanner_api()
+        module_file = {f.module: ModuleFile(module=Module(f.module), mtime=0) for f in files
+                       if _identifier_module(f.module) and _named_as_found(f)}
+        packages = {
+            FoundPackage(name=root, directory=directory, module_files=frozenset(
+                mf for m, mf in module_file.items() if is_under(m, root)))
+            for root, directory in self.roots.items()
+        }
+        if self._basic is None:
+            self._basic = rust.RealBasicFileSystem()
+        return rust, module_file, packages, self._basic
+
+    def _native(self, files: list[SourceFile], failed: dict[str, str], syntax_only: bool = False
+                ) -> dict[str, list[tuple]]:
+        rust, module_file, packages, basic = self._alone(files) if syntax_only else self._setup()
         # By name, not a set of grimp's dataclasses: hashing and sorting those costs 0.8 s at 50k files.
         todo = {f.module: module_file[f.module] for f in files if f.module in module_file}
         result: dict[str, list[tuple]] = {}
@@ -177,6 +195,37 @@ class EdgeScanner:
                 )
             break
         return result
+
+
+def scanner_api():
+    """(grimp's native scanner module, `FoundPackage`, `ModuleFile`, `Module`): what `build_graph`
+    calls the scanner with. Loaded without running grimp's package `__init__` first, where no one
+    has imported grimp yet: that imports its whole graph API (65 ms a process, and a two-process
+    run pays it twice); these four take ~11 ms. The package's `__init__` runs on the first use of
+    any other name of it (`grimp.build_graph`), so whoever imports grimp later gets all of it."""
+    import importlib
+    import sys
+
+    if "grimp" not in sys.modules:
+        import importlib.util
+
+        spec = importlib.util.find_spec("grimp")
+        if spec is not None and spec.loader is not None and spec.submodule_search_locations:
+            package = importlib.util.module_from_spec(spec)
+
+            def finish(name: str):
+                # The rest of the package, once (the submodules already loaded are kept).
+                if package.__dict__.pop("__getattr__", None) is None:
+                    raise AttributeError(name)
+                spec.loader.exec_module(package)
+                return getattr(package, name)
+
+            package.__getattr__ = finish
+            sys.modules["grimp"] = package
+    rust = importlib.import_module("grimp._rustgrimp")
+    finder = importlib.import_module("grimp.application.ports.modulefinder")
+    values = importlib.import_module("grimp.domain.valueobjects")
+    return rust, finder.FoundPackage, finder.ModuleFile, values.Module
 
 
 def scan_edges(files: list[SourceFile], known: dict[str, SourceFile], roots: dict[str, str]

@@ -134,6 +134,10 @@ def _unchanged(entry: list, f: SourceFile) -> bool:
     return ctime == entry[CTIME] and not _racy(f.mtime_ns, ctime, entry[READ_AT])
 
 
+def _weight(f: SourceFile) -> int:
+    return f.size + 2048
+
+
 def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: int | None = None,
                 lazy: bool = False) -> Model:
     """The model of the tree under `src`: every file is stat'ed, the cache reused for those whose
@@ -173,7 +177,9 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     # this one), each part read, filtered and parsed in full; the parts are merged in walk order.
     clock = time.perf_counter()
     n_jobs = workers.jobs(jobs, len(todo), sum(1 for f in todo if f.rel not in old_files))
-    parts = workers.map_parts(scan_part, context, todo, n_jobs)
+    # (The heaviest files first, in chunks of equal weight: a file's cost is roughly its bytes,
+    # with ~2 kB of it per file.)
+    parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight)
     model.workers = n_jobs
     phases[f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}"] = time.perf_counter() - clock
     clock = time.perf_counter()
@@ -190,6 +196,7 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
             model.statements.update(part.statements)
     order = {f.rel: i for i, f in enumerate(disc.files)}
     records = dict(sorted(records.items(), key=lambda item: order[item[0]]))
+    unreadable = dict(sorted(unreadable.items(), key=lambda item: order[item[0]]))
     if plan.texts:
         model.texts = dict(sorted(model.texts.items(), key=lambda item: order[item[0]]))
 

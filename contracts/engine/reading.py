@@ -108,10 +108,13 @@ def scan_part(context: PartContext, chunks) -> Part:
 
         reader = StatementReader(plan.statement_roots)
     background = _Background(context.scanner)
-    # Each native call also converts the description of every module of the tree (~1 us each):
-    # batches grow with the tree, so that fixed cost stays a small share of the scan.
+    # Each native call for edges also converts the description of every module of the tree
+    # (~1 us each): batches grow with the tree, so that fixed cost stays a small share of the
+    # scan. A file asked about for its syntax alone is scanned with its chunk, without it.
     batch_size = max(_BATCH, len(context.known) // 40)
     batch: list[SourceFile] = []
+    batch_bytes = 0
+    syntax: list[SourceFile] = []
     texts: dict[str, bytes] = {}
     graph_files: list[SourceFile] = []
     by_rel: dict[str, SourceFile] = {}
@@ -145,6 +148,7 @@ def scan_part(context: PartContext, chunks) -> Part:
                 if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
                     graph_files.append(f)  # an earlier run stopped before its edges
                     batch.append(f)
+                    batch_bytes += f.size
                 continue
             flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter)
             if flags & AST:
@@ -155,12 +159,18 @@ def scan_part(context: PartContext, chunks) -> Part:
             if flags & GRAPH:
                 texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
                 graph_files.append(f)
-            if flags & (AST | GRAPH):
-                batch.append(f)  # its edges, or (AST only) grimp's check of the whole file's syntax
+            if flags & GRAPH:
+                batch.append(f)  # its edges
+                batch_bytes += f.size
+            elif flags & AST:
+                syntax.append(f)  # grimp's check of the whole file's syntax
             records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
-        if len(batch) >= batch_size:
+        if len(batch) >= batch_size or batch_bytes >= _BATCH_BYTES:
             background.submit(batch, decoded)
-            batch = []
+            batch, batch_bytes = [], 0
+        if syntax:
+            background.submit(syntax, decoded, syntax_only=True)
+            syntax = []
         # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
         # failed, or is not for its scanner) is parsed again whole below, which says why.
         done += _scan_ast(records, pending, hot, by_rel, plan, parsed=None)
@@ -299,6 +309,7 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
 
 _BATCH = 128  # files per native scan call (each costs ~5 ms besides its files): soon enough that
 # the scanner works while this thread runs `ast` on the first chunks
+_BATCH_BYTES = 2 << 20  # or this much source (~35 ms to scan), whichever comes first
 
 
 class _Background:
@@ -312,14 +323,14 @@ class _Background:
         self.pool = None
         self.futures: list = []
 
-    def submit(self, files: list[SourceFile], decoded: set[str]) -> None:
+    def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False) -> None:
         if not files:
             return
         if self.pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(1, thread_name_prefix="namespace-lint-scan")
-        self.futures.append(self.pool.submit(self.scanner.scan, list(files), frozenset(decoded)))
+        self.futures.append(self.pool.submit(self.scanner.scan, list(files), frozenset(decoded), syntax_only))
 
     def results(self) -> tuple[dict, dict]:
         edges: dict = {}

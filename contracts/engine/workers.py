@@ -29,6 +29,7 @@ import weakref
 MIN_FILES = 400
 ENV = "NAMESPACE_LINT_JOBS"  # the number of processes, as `--jobs` sets it (0 or unset: automatic)
 CHUNK_FILES = 48  # files per chunk: small enough to balance, large enough to batch
+CHUNKS_PER_PROCESS = 32  # chunks of equal weight, when files are weighed
 _INDEX_BYTES = 2  # a chunk number in the queue (all of it written before the fork: atomic reads)
 MAX_CHUNKS = 2048  # (4,096 bytes: one atomic pipe write)
 
@@ -74,17 +75,42 @@ def fork_is_safe() -> bool:
     return hasattr(os, "fork") and not others and "grimp._rustgrimp" not in sys.modules
 
 
-def chunks(files: list, n: int) -> list[list]:
-    """`files` in chunks of consecutive files (walk order: a directory's files are alike)."""
-    size = max(CHUNK_FILES, -(-len(files) // MAX_CHUNKS))
-    return [files[i:i + size] for i in range(0, len(files), size)] if n > 1 else [list(files)]
+def chunks(files: list, n: int, weight=None) -> list[list]:
+    """`files` in chunks of consecutive files (walk order: a directory's files are alike).
+
+    `weight(file)`: what a file costs, roughly; then the heaviest files come first, in chunks of
+    about equal weight (`CHUNKS_PER_PROCESS` for each process), and the last chunks are many
+    light files: whoever takes the last one is done soon after the other, and what is left to do
+    after the last chunk (the native scan of its files) is little. (On 0.5.23, in walk order,
+    each process waited 0.11-0.15 s for its scanner after its last chunk.)"""
+    if n <= 1:
+        return [list(files)]
+    if weight is None:
+        size = max(CHUNK_FILES, -(-len(files) // MAX_CHUNKS))
+        return [files[i:i + size] for i in range(0, len(files), size)]
+    weights = [weight(f) for f in files]
+    order = sorted(range(len(files)), key=lambda i: -weights[i])  # (stable: ties in walk order)
+    target = max(sum(weights) / (n * CHUNKS_PER_PROCESS), sum(weights) / MAX_CHUNKS * 1.01)
+    out: list[list] = []
+    chunk: list = []
+    held = 0.0
+    for i in order:
+        chunk.append(files[i])
+        held += weights[i]
+        if held >= target:
+            out.append(chunk)
+            chunk, held = [], 0.0
+    if chunk:
+        out.append(chunk)
+    return out
 
 
-def map_parts(scan, context, files: list, n: int, meanwhile=None) -> list:
+def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None) -> list:
     """`scan(context, chunks)` in `n` processes, which share the chunks of `files`: a list of
     what each returned (`scan` takes an iterable of chunks, each a list of files). `meanwhile()`,
-    if given, runs in this process once the others have started, before it takes its share."""
-    pieces = chunks(files, n)
+    if given, runs in this process once the others have started, before it takes its share.
+    `weight`: as `chunks` takes it (the order in which files are scanned is then not theirs)."""
+    pieces = chunks(files, n, weight)
     n = min(n, len(pieces))  # (`--jobs 10000`: a process per chunk at most, not per file)
     try:
         queue = _Queue(len(pieces)) if n > 1 else None

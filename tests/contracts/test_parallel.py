@@ -23,9 +23,9 @@ from .conftest import REPO, run_cli
 class _Serial(reading_mod._Background):
     """The scans in this thread, in the order they are asked for: the serial run."""
 
-    def submit(self, files, decoded) -> None:
+    def submit(self, files, decoded, syntax_only=False) -> None:
         if files:
-            self.futures.append(_Done(self.scanner.scan(list(files), frozenset(decoded))))
+            self.futures.append(_Done(self.scanner.scan(list(files), frozenset(decoded), syntax_only)))
 
 
 class _Done:
@@ -273,3 +273,19 @@ def test_a_bad_jobs_variable_is_a_usage_error(tree):
     root = tree({"pkg/srt/m.py": "x = 1\n"})
     proc = _cli(root, env_extra={workers.ENV: "two"})
     assert proc.returncode == 2 and "NAMESPACE_LINT_JOBS='two'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_weighed_chunks_hold_every_file_once_the_heaviest_first():
+    files = [model_mod.SourceFile(f"/t/m{i}.py", f"m{i}.py", f"m{i}", False, 0, (i * 7919) % 1000 * 100)
+             for i in range(3000)]
+    pieces = workers.chunks(files, 2, weight=lambda f: f.size + 2048)
+    assert sorted(f.rel for c in pieces for f in c) == sorted(f.rel for f in files)
+    sizes = [f.size for c in pieces for f in c]
+    assert sizes == sorted(sizes, reverse=True)  # the heaviest files are taken first
+    assert len(pieces[0]) < len(pieces[-1])  # a chunk of heavy files holds fewer of them
+    assert len(pieces) <= workers.MAX_CHUNKS
+    weights = [sum(f.size + 2048 for f in c) for c in pieces[:-1]]
+    assert max(weights) < 2 * min(weights)
+    assert workers.chunks(files, 1, weight=lambda f: f.size) == [files]  # one process: walk order
+    many = [model_mod.SourceFile(f"/t/m{i}.py", f"m{i}.py", f"m{i}", False, 0, 1) for i in range(20_000)]
+    assert len(workers.chunks(many, 2, weight=lambda f: 1)) <= workers.MAX_CHUNKS

@@ -1,0 +1,73 @@
+"""grimp's native scanner as the engine calls it: asked for a file's syntax alone, it says what a
+scan for edges says; loaded without grimp's package `__init__`, grimp is whole for whoever uses
+it afterwards."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from contracts.engine.discover import discover
+from contracts.engine.graph import EdgeScanner
+
+from .conftest import REPO
+
+_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/a.py": "from pkg import b\nimport pkg.c.d\nx = 1\n",
+    "pkg/b.py": "def f(:\n    pass\n",  # a syntax error
+    "pkg/c/__init__.py": "from . import d\n",
+    "pkg/c/d.py": "import os\nfrom ..a import x\n",
+    "pkg/e.py": "match = 1\nclass C:\n    def m(self):\n        import pkg.a\n",
+    "pkg/f.py": "x = (\n",  # never closed
+    "pkg/g.py": "# -*- coding: latin-1 -*-\nimport pkg.a\n",  # read with ast (a declared encoding)
+}
+
+
+def _tree(tmp_path):
+    for rel, text in _FILES.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="latin-1")
+    disc = discover(str(tmp_path), ("pkg",))
+    return disc.files, disc.by_module, {"pkg": str(tmp_path / "pkg")}
+
+
+def test_a_scan_for_syntax_alone_parses_and_rejects_what_a_scan_for_edges_does(tmp_path):
+    files, known, roots = _tree(tmp_path)
+    decoded = frozenset({"pkg.g"})
+    edges, failed = EdgeScanner(known, roots).scan(files, decoded)
+    alone_edges, alone_failed = EdgeScanner(known, roots).scan(files, decoded, syntax_only=True)
+    assert set(alone_edges) == set(edges) == {"pkg", "pkg.a", "pkg.c", "pkg.c.d", "pkg.e", "pkg.g"}
+    assert alone_failed.keys() == failed.keys() == {"pkg.b", "pkg.f"}
+    assert alone_failed["pkg.b"] == failed["pkg.b"] and "line 1" in failed["pkg.b"]
+    assert {imported for imported, *_ in edges["pkg.a"]} == {"pkg.b", "pkg.c.d"}
+    # Told of one file, the scanner resolves its imports against that file alone.
+    single, _ = EdgeScanner(known, roots).scan([known["pkg.a"]], syntax_only=True)
+    assert single == {"pkg.a": []}
+
+
+def test_grimp_loaded_for_the_scanner_is_whole_for_whoever_imports_it_next(tmp_path):
+    for rel, text in _FILES.items():
+        if rel in ("pkg/__init__.py", "pkg/a.py", "pkg/c/__init__.py", "pkg/c/d.py"):
+            path = tmp_path / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    code = (
+        "import sys\n"
+        "from contracts.engine.graph import scanner_api\n"
+        "rust, FoundPackage, ModuleFile, Module = scanner_api()\n"
+        "assert 'grimp.main' not in sys.modules, sorted(m for m in sys.modules if 'grimp' in m)\n"
+        "import grimp\n"
+        "from grimp import build_graph, ImportGraph\n"
+        "assert grimp.Module is Module and isinstance(grimp.__version__, str)\n"
+        "graph = build_graph('pkg', cache_dir=None)\n"
+        "assert isinstance(graph, ImportGraph)\n"
+        "print(sorted(graph.find_modules_directly_imported_by('pkg.a')))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['pkg', 'pkg.c.d']"  # (`pkg.b` is not in this tree)
