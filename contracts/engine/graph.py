@@ -204,6 +204,15 @@ def scanner_api():
     run pays it twice); these four take ~11 ms. The package's `__init__` runs on the first use of
     any other name of it (`grimp.build_graph`), so whoever imports grimp later gets all of it."""
     import importlib
+
+    FoundPackage, ModuleFile, Module = scanner_classes()
+    return importlib.import_module("grimp._rustgrimp"), FoundPackage, ModuleFile, Module
+
+
+def scanner_classes():
+    """`FoundPackage`, `ModuleFile` and `Module`, loaded as `scanner_api` says, without the native
+    module (a process that has not loaded it may still fork)."""
+    import importlib
     import sys
 
     if "grimp" not in sys.modules:
@@ -222,10 +231,9 @@ def scanner_api():
 
             package.__getattr__ = finish
             sys.modules["grimp"] = package
-    rust = importlib.import_module("grimp._rustgrimp")
     finder = importlib.import_module("grimp.application.ports.modulefinder")
     values = importlib.import_module("grimp.domain.valueobjects")
-    return rust, finder.FoundPackage, finder.ModuleFile, values.Module
+    return finder.FoundPackage, finder.ModuleFile, values.Module
 
 
 def scan_edges(files: list[SourceFile], known: dict[str, SourceFile], roots: dict[str, str]

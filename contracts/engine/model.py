@@ -33,6 +33,7 @@ from contracts.engine.reading import (
     PartContext,
     classify,
     file_refs,
+    part_tools,
     prefilter_for,
     read_source,
     scan_part,
@@ -172,11 +173,12 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     # One scanner for this process's part and the closure below: its set-up (the description of
     # every module, 17-27 ms on 0.5.23) is made once. A forked worker sets up its own copy.
     scanner = EdgeScanner(known, roots)
-    context = PartContext(plan, old_files, inside, known, roots, started, cache is not None, scanner)
     # The files to read, split over processes forked now (before grimp or any thread exists in
     # this one), each part read, filtered and parsed in full; the parts are merged in walk order.
     clock = time.perf_counter()
     n_jobs = workers.jobs(jobs, len(todo), sum(1 for f in todo if f.rel not in old_files))
+    context = PartContext(plan, old_files, inside, known, roots, started, cache is not None, scanner,
+                          part_tools(plan, forking=n_jobs > 1) if todo else None)
     # (The heaviest files first, in chunks of equal weight: a file's cost is roughly its bytes,
     # with ~2 kB of it per file.)
     parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight)

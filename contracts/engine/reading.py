@@ -72,6 +72,25 @@ class PartContext:
     started: float
     hashed: bool  # a cache is kept: every file read gets its content hash
     scanner: EdgeScanner
+    tools: tuple | None = None  # `part_tools(plan)`, made once for every part
+
+
+def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
+    """(prefilter, graph prefilter, statement reader) for the parts of a build, made before any
+    fork with the modules a part needs imported (`forking`: grimp's classes too, not its native
+    module), so that a forked child inherits them instead of making its own."""
+    from contracts.engine import scan, window  # noqa: F401 - imported here, before the fork
+
+    reader = None
+    if plan.statement_roots:
+        from contracts.engine.import_lines import StatementReader
+
+        reader = StatementReader(plan.statement_roots)
+    if forking:
+        from contracts.engine.graph import scanner_classes
+
+        scanner_classes()
+    return prefilter_for(plan), graph_prefilter_for(plan), reader
 
 
 @dataclass
@@ -100,13 +119,7 @@ def scan_part(context: PartContext, chunks) -> Part:
     plan, old_files, inside, started = context.plan, context.old_files, context.inside, context.started
     part = Part()
     records, touched, decoded = part.records, part.touched, part.decoded
-    prefilter = prefilter_for(plan)
-    graph_prefilter = graph_prefilter_for(plan)
-    reader = None
-    if plan.statement_roots:
-        from contracts.engine.import_lines import StatementReader
-
-        reader = StatementReader(plan.statement_roots)
+    prefilter, graph_prefilter, reader = context.tools or part_tools(plan)
     background = _Background(context.scanner)
     # Each native call for edges also converts the description of every module of the tree
     # (~1 us each): batches grow with the tree, so that fixed cost stays a small share of the
@@ -121,62 +134,64 @@ def scan_part(context: PartContext, chunks) -> Part:
     kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
     hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
     done: list[str] = []
-    for chunk in chunks:
-        pending: dict[str, bytes] = {}  # this chunk's files to parse with ast
-        for f in chunk:
-            by_rel[f.rel] = f
-            entry = old_files.get(f.rel)
-            try:
-                data, ctime = read_source(f.path, inside)
-            except TooLarge as e:
-                part.unreadable[f.rel] = (f"cannot read: {e.size / 2**20:.1f} MiB, over the "
-                                          f"{MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file")
-                continue
-            except OSError as e:
-                part.unreadable[f.rel] = f"cannot read: {e.strerror or e}"
-                continue
-            touched.add(f.rel)
-            if plan.texts:
-                part.texts[f.rel] = data
-            if reader is not None:
-                part.statements[f.rel] = _statements_of(reader, data)
-            # Every file's hash (SHA-1: 0.04 s for upstream's 68 MB): after a fresh copy or
-            # checkout (every ctime new) the unchanged files are told by it, without the prefilter.
-            digest = content_digest(data) if context.hashed else None
-            if entry is not None and entry[DIGEST] is not None and digest == entry[DIGEST]:
-                records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
-                if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
-                    graph_files.append(f)  # an earlier run stopped before its edges
-                    batch.append(f)
+    try:
+        for chunk in chunks:
+            pending: dict[str, bytes] = {}  # this chunk's files to parse with ast
+            for f in chunk:
+                by_rel[f.rel] = f
+                entry = old_files.get(f.rel)
+                try:
+                    data, ctime = read_source(f.path, inside)
+                except TooLarge as e:
+                    part.unreadable[f.rel] = (f"cannot read: {e.size / 2**20:.1f} MiB, over the "
+                                              f"{MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file")
+                    continue
+                except OSError as e:
+                    part.unreadable[f.rel] = f"cannot read: {e.strerror or e}"
+                    continue
+                touched.add(f.rel)
+                if plan.texts:
+                    part.texts[f.rel] = data
+                if reader is not None:
+                    part.statements[f.rel] = _statements_of(reader, data)
+                # Every file's hash (SHA-1: 0.04 s for upstream's 68 MB): after a fresh copy or
+                # checkout (every ctime new) the unchanged files are told by it, without the prefilter.
+                digest = content_digest(data) if context.hashed else None
+                if entry is not None and entry[DIGEST] is not None and digest == entry[DIGEST]:
+                    records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
+                    if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
+                        graph_files.append(f)  # an earlier run stopped before its edges
+                        batch.append(f)
+                        batch_bytes += f.size
+                    continue
+                flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter)
+                if flags & AST:
+                    pending[f.rel] = data
+                    hot[f.rel] = lines
+                if flags & DECODED:
+                    decoded.add(f.module)
+                if flags & GRAPH:
+                    texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
+                    graph_files.append(f)
+                    batch.append(f)  # its edges
                     batch_bytes += f.size
-                continue
-            flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter)
-            if flags & AST:
-                pending[f.rel] = data
-                hot[f.rel] = lines
-            if flags & DECODED:
-                decoded.add(f.module)
-            if flags & GRAPH:
-                texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
-                graph_files.append(f)
-            if flags & GRAPH:
-                batch.append(f)  # its edges
-                batch_bytes += f.size
-            elif flags & AST:
-                syntax.append(f)  # grimp's check of the whole file's syntax
-            records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
-        if len(batch) >= batch_size or batch_bytes >= _BATCH_BYTES:
-            background.submit(batch, decoded)
-            batch, batch_bytes = [], 0
-        if syntax:
-            background.submit(syntax, decoded, syntax_only=True)
-            syntax = []
-        # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
-        # failed, or is not for its scanner) is parsed again whole below, which says why.
-        done += _scan_ast(records, pending, hot, by_rel, plan, parsed=None)
-        kept.update(pending)
-    background.submit(batch, decoded)
-    edges, failed = background.results()
+                elif flags & AST:
+                    syntax.append(f)  # grimp's check of the whole file's syntax
+                records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
+            if len(batch) >= batch_size or batch_bytes >= _BATCH_BYTES:
+                background.submit(batch, decoded)
+                batch, batch_bytes = [], 0
+            if syntax:
+                background.submit(syntax, decoded, syntax_only=True)
+                syntax = []
+            # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
+            # failed, or is not for its scanner) is parsed again whole below, which says why.
+            done += _scan_ast(records, pending, hot, by_rel, plan, parsed=None)
+            kept.update(pending)
+        background.submit(batch, decoded)
+        edges, failed = background.results()
+    finally:
+        background.close()  # (a scan stopped by an error leaves no thread behind)
     _rescan_unchecked(records, kept, done, by_rel, hot, plan, set(edges))
     store_edges(records, graph_files, edges, failed, plan, texts)
     return part
@@ -316,35 +331,54 @@ class _Background:
     """grimp's scans on one second thread. The native scanner releases the GIL while it parses
     (with its own worker threads), so this thread's Python -- reading, the prefilter, `ast` --
     runs meanwhile on the other core. Results do not depend on how the files are batched: each
-    file's edges are resolved against every module of the tree."""
+    file's edges are resolved against every module of the tree. (A plain thread and queue:
+    `concurrent.futures` imports `logging`, 7-9 ms of each process's start.)"""
 
     def __init__(self, scanner: EdgeScanner) -> None:
         self.scanner = scanner
-        self.pool = None
-        self.futures: list = []
+        self.thread = None
+        self.todo = None
+        self.done: list[tuple] = []  # (True, the scan's answer) or (False, what it raised), in order
 
     def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False) -> None:
         if not files:
             return
-        if self.pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+        if self.thread is None:
+            import queue
+            import threading
 
-            self.pool = ThreadPoolExecutor(1, thread_name_prefix="namespace-lint-scan")
-        self.futures.append(self.pool.submit(self.scanner.scan, list(files), frozenset(decoded), syntax_only))
+            self.todo = queue.SimpleQueue()
+            self.thread = threading.Thread(target=self._work, name="namespace-lint-scan", daemon=True)
+            self.thread.start()
+        self.todo.put((list(files), frozenset(decoded), syntax_only))
+
+    def _work(self) -> None:
+        while (job := self.todo.get()) is not None:
+            try:
+                self.done.append((True, self.scanner.scan(*job)))
+            except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+                self.done.append((False, e))
+
+    def close(self) -> None:
+        """Let the thread end once it has done what it was given (at once if it was idle)."""
+        if self.thread is not None:
+            self.todo.put(None)
+            self.thread = None
 
     def results(self) -> tuple[dict, dict]:
+        thread = self.thread
+        self.close()
+        if thread is not None:
+            thread.join()
         edges: dict = {}
         failed: dict = {}
-        try:
-            for fut in self.futures:
-                e, f = fut.result()
-                edges.update(e)
-                failed.update(f)
-        finally:
-            if self.pool is not None:
-                self.pool.shutdown(wait=True)
-        self.futures = []
-        self.pool = None
+        done, self.done = self.done, []
+        for ok, value in done:
+            if not ok:
+                raise value
+            e, f = value
+            edges.update(e)
+            failed.update(f)
         return edges, failed
 
 

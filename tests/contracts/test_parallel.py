@@ -25,15 +25,7 @@ class _Serial(reading_mod._Background):
 
     def submit(self, files, decoded, syntax_only=False) -> None:
         if files:
-            self.futures.append(_Done(self.scanner.scan(list(files), frozenset(decoded), syntax_only)))
-
-
-class _Done:
-    def __init__(self, value) -> None:
-        self.value = value
-
-    def result(self):
-        return self.value
+            self.done.append((True, self.scanner.scan(list(files), frozenset(decoded), syntax_only)))
 
 
 def _generated(tree) -> dict:
