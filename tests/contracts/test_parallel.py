@@ -281,3 +281,27 @@ def test_weighed_chunks_hold_every_file_once_the_heaviest_first():
     assert workers.chunks(files, 1, weight=lambda f: f.size) == [files]  # one process: walk order
     many = [model_mod.SourceFile(f"/t/m{i}.py", f"m{i}.py", f"m{i}", False, 0, 1) for i in range(20_000)]
     assert len(workers.chunks(many, 2, weight=lambda f: 1)) <= workers.MAX_CHUNKS
+
+
+def test_a_run_collects_no_garbage_and_leaves_the_collector_as_it_found_it(tree, monkeypatch):
+    import gc
+
+    root = tree({"pkg/srt/m.py": "import pkg.jit_kernel.hicache\n"})
+    cfg = config_mod.load(str(root / ".importlinter"))
+    seen = []
+    real = model_mod.build_model
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model_mod, "build_model", recording)
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            assert _summary(run(cfg, str(root)))
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [False, False]
