@@ -76,7 +76,17 @@ class RemovedPrefilter:
         """1-based numbers of the lines (as Python counts them) that may hold a reference."""
         if b"\r" in data:  # Python breaks lines at \r\n, \r and \n; so do the offsets below
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        hits: list[int] = []
+        return _line_numbers(data, list(self._hits(data, module, is_package)))
+
+    def any_hot(self, data: bytes, module: str, is_package: bool) -> bool:
+        """Does `hot_lines` find a line? (It stops at the first: a file that names a prefix
+        usually does so in its first lines.)"""
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        return next(self._hits(data, module, is_package), None) is not None
+
+    def _hits(self, data: bytes, module: str, is_package: bool):
+        """The offsets in `data` (newlines only) of what makes a line hot, in no order."""
         size = len(data)
         dynamic = None  # does the file call import_module (a relative target names its package)?
         kinds, kind_of = self._kind, self._kind_of
@@ -92,7 +102,7 @@ class RemovedPrefilter:
                 if kind is None:
                     kind = kind_of(path)
                 if kind & 1:  # UNDER
-                    hits.append(start)
+                    yield start
                     continue
                 end = m.end()
                 after = data[end] if end < size else 10
@@ -105,32 +115,31 @@ class RemovedPrefilter:
                         if dynamic is None:
                             dynamic = _relative_import_module(data)
                         if dynamic or (kind and _string_follows(data, end + 1)):
-                            hits.append(start)
+                            yield start
                     elif after == 0x2E:  # `"r.a.`: then the string ends, or goes on (escaped)
                         nxt = data[end + 1] if end + 1 < size else 10
                         if kind and (nxt == 0x5C or nxt >= 128 or (nxt == before and _string_follows(data, end + 2))):
-                            hits.append(start)
+                            yield start
                     elif after == 0x5C or after >= 128:  # an escape, a non-ASCII name part
-                        hits.append(start)
+                        yield start
                     continue
                 if after >= 128:
-                    hits.append(start)  # a non-ASCII name part: let ast read it
+                    yield start  # a non-ASCII name part: let ast read it
                     continue
                 if after in _MAY_GO_ON and kind:
                     more = _name_goes_on(data, end)  # `r .a`, `r.a\` newline `.b`, `r.a. b`
                     if more is True or (more and kind_of(path + b"." + more)):
-                        hits.append(start)
+                        yield start
                         continue
                 if kind & 2 and self._from_names_hot(data, start, path.decode("ascii")):  # ANCESTOR
-                    hits.append(start)
+                    yield start
         if b"from" in data:
             for m in _RELATIVE.finditer(data):
                 start = m.start()
                 if start and data[start - 1] in _WORD and _line_start(data, start) != start:
                     continue  # `xfrom .`; but a BOM's last byte before the first `from` is no word
                 if self._relative_hot(data, start, module, is_package):
-                    hits.append(start)
-        return _line_numbers(data, hits)
+                    yield start
 
     def _from_names_hot(self, data: bytes, start: int, base: str) -> bool:
         """Is the ancestor `base` at `start` the module of `from base import names` with one of

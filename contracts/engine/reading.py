@@ -254,7 +254,7 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
 
     def names_graph(text: bytes) -> bool:
         return any(w in text for w in plan.graph_words) and (
-            graph_prefilter is None or bool(graph_prefilter.hot_lines(text, module, f.is_package)))
+            graph_prefilter is None or graph_prefilter.any_hot(text, module, f.is_package))
 
     under_ast = plan.ast_index.longest_of(module) is not None
     under_graph = plan.graph_index.longest_of(module) is not None
