@@ -94,8 +94,11 @@ if sys.version_info < (3, 12):
     _STRICTER += [re.compile(prefix + rb"(?:[^{" + prefix[-1:] + rb"\n]|\{\{|\{(?:[^{}\n]|\{[^{}\n]*\})*\})*"
                              rb"\{(?!\{)(?:[^}\n]*[" + prefix[-1:] + rb"\\]|[^}:\n]*#)")  # (`{n:#x}`: a format spec)
                   for prefix in (b'f"', b"f'", b'F"', b"F'")]
-if sys.version_info < (3, 14):  # PEP 750 template strings
-    _STRICTER_WORDS += [re.compile(re.escape(p)) for p in (b't"', b"t'", b'T"', b"T'")]
+# PEP 750 template strings (`t"`, `t'`, `T"`, `T'` starting a token): one search, for `t"`, in a
+# copy with `T` and `'` mapped to `t` and `"` (a pass of `translate` costs less than the three
+# other searches of 2-byte words it saves).
+_T_STRINGS = sys.version_info < (3, 14)
+_T_MAP = bytes.maketrans(b"T'", b't"')
 # (A backslash in code only ends a line: `\t"` is inside a string.)
 _NOT_TOKEN_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.'\"-\\")
 
@@ -125,6 +128,13 @@ def python_alone_rejects(data: bytes) -> bool:
         for m in p.finditer(data):
             if (m.start() == 0 or data[m.start() - 1] not in _NOT_TOKEN_START) and not _not_code(data, m.start()):
                 return True
+    if _T_STRINGS:
+        mapped = data.translate(_T_MAP)  # (same length: an offset in it is one in `data`)
+        at = mapped.find(b't"')
+        while at >= 0:
+            if (at == 0 or data[at - 1] not in _NOT_TOKEN_START) and not _not_code(data, at):
+                return True
+            at = mapped.find(b't"', at + 1)
     return False
 
 

@@ -104,6 +104,7 @@ _DEFECTS = {
     "f-string-second-field-3.12": 'y = f"{a:>{w}} {{ {b["k"]}"\n',  # past a whole field and a `{{`
     "f-string-comment-3.12": 'y = f"{{{a  # why\n}"\n',
     "t-string-3.14": "z = (t'{a}')\n",
+    "t-string-upper-3.14": 'z = [T"{a}"]\n',
     "t-string-after-a-string-3.14": 's = """\n# """ ; z = t\'{a}\'\n',  # the `#` is in the string
 }
 
