@@ -47,9 +47,22 @@ def check(model: Model, spec: LayerSpec) -> list[Finding]:
     pairs = [(spec.layers[j], spec.layers[i]) for i in range(len(spec.layers))
              for j in range(i + 1, len(spec.layers))]
     direct = []
+    layers = spec.layers
+    memo: dict[str, frozenset] = {}
+
+    def under(module: str) -> frozenset:
+        """The layers `module` lies under (most modules: none), once per module."""
+        found = memo.get(module)
+        if found is None:
+            found = memo[module] = frozenset(m for m in layers if is_under(module, m))
+        return found
+
     for e in model.edges:
+        below, above = under(e.importer), under(e.imported)
+        if not below or not above:
+            continue
         for lower, higher in pairs:
-            if is_under(e.importer, lower) and is_under(e.imported, higher):
+            if lower in below and higher in above:
                 direct.append(e)
                 findings.append(Finding(
                     rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line), RULE_ID,

@@ -51,50 +51,48 @@ def _private(part: str) -> bool:
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
 
-class _Where:
-    """(path, line, col) of an edge, computed only for an edge that becomes a finding (the column
-    reads the file)."""
-
-    __slots__ = ("model", "e")
-
-    def __init__(self, model, e):
-        self.model, self.e = model, e
-
-    def at(self):
-        return (rel_of(self.model, self.e.importer), self.e.line, col_of(self.model, self.e.importer, self.e.line))
+def _where(model, e) -> tuple[str, int, int]:
+    """(path, line, col) of an edge that becomes a finding (the column reads the file)."""
+    return (rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line))
 
 
 def check(model: Model, spec: GroupsSpec) -> list[Finding]:
     findings = []
     kernel_package = spec.container.rpartition(".")[0] or spec.container
+    inside = kernel_package + "."
     group_of = spec.group_of
+    # The shared modules outside the container, as prefixes: an edge into none of them (most)
+    # is told by one `startswith`.
+    shared = tuple(m for m in spec.shared_modules if not is_under(m, spec.container))
+    shared_heads = tuple(m + "." for m in shared) + shared
     for e in model.edges:
         group = group_of(e.imported)
-        if group is None and is_under(e.importer, kernel_package):
+        importer = e.importer
+        in_kernels = importer == kernel_package or importer.startswith(inside)
+        if group is None and in_kernels:
             continue  # (most edges: nothing below can apply)
-        where = _Where(model, e)
-        if group is not None and group_of(e.importer) != group:
+        if group is not None and group_of(importer) != group:
             surface = f"{spec.container}.{group}"
             rest = e.imported[len(surface) + 1:].split(".") if e.imported != surface else []
             if any(_private(p) for p in rest):
-                findings.append(Finding(*where.at(), RULE_ID, e.importer, e.imported,
-                    f"`{e.importer}` imports the private module `{e.imported}` of group `{group}`; "
+                findings.append(Finding(*_where(model, e), RULE_ID, importer, e.imported,
+                    f"`{importer}` imports the private module `{e.imported}` of group `{group}`; "
                     f"import from `{surface}` or its public operator modules"))
                 continue
             if len(rest) > 1:
-                findings.append(Finding(*where.at(), RULE_ID, e.importer, e.imported,
-                    f"`{e.importer}` imports `{e.imported}`, below the public surface of group "
+                findings.append(Finding(*_where(model, e), RULE_ID, importer, e.imported,
+                    f"`{importer}` imports `{e.imported}`, below the public surface of group "
                     f"`{group}`; import from `{surface}` or `{surface}.{rest[0]}`"))
                 continue
             for name in e.names or ():
                 if _private(name):
-                    findings.append(Finding(*where.at(), RULE_ID, e.importer, f"{e.imported}.{name}",
-                        f"`{e.importer}` imports the private name `{name}` from `{e.imported}` "
+                    findings.append(Finding(*_where(model, e), RULE_ID, importer, f"{e.imported}.{name}",
+                        f"`{importer}` imports the private name `{name}` from `{e.imported}` "
                         f"(group `{group}`); use the group's public functions"))
-        elif not is_under(e.importer, kernel_package):
-            for shared in spec.shared_modules:
-                if is_under(e.imported, shared) and not is_under(shared, spec.container):
-                    findings.append(Finding(*where.at(), RULE_ID, e.importer, e.imported,
-                        f"`{e.importer}` imports the kernel infra `{e.imported}` directly; code "
+        elif not in_kernels and shared_heads and e.imported.startswith(shared_heads):
+            for m in shared:
+                if is_under(e.imported, m):
+                    findings.append(Finding(*_where(model, e), RULE_ID, importer, e.imported,
+                        f"`{importer}` imports the kernel infra `{e.imported}` directly; code "
                         f"outside `{kernel_package}` calls the operator groups' public surface"))
     return findings
