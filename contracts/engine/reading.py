@@ -129,11 +129,11 @@ def scan_part(context: PartContext, chunks) -> Part:
     batch_bytes = 0
     syntax: list[SourceFile] = []
     texts: dict[str, bytes] = {}
-    graph_files: list[SourceFile] = []
     by_rel: dict[str, SourceFile] = {}
     kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
     hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
-    done: list[str] = []
+    done: set[str] = set()  # the files `_scan_ast` read
+    settle = _settler(records, kept, done, by_rel, hot, plan, texts)
     try:
         for chunk in chunks:
             pending: dict[str, bytes] = {}  # this chunk's files to parse with ast
@@ -160,8 +160,7 @@ def scan_part(context: PartContext, chunks) -> Part:
                 if entry is not None and entry[DIGEST] is not None and digest == entry[DIGEST]:
                     records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
                     if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
-                        graph_files.append(f)  # an earlier run stopped before its edges
-                        batch.append(f)
+                        batch.append(f)  # an earlier run stopped before its edges
                         batch_bytes += f.size
                     continue
                 flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter)
@@ -172,7 +171,6 @@ def scan_part(context: PartContext, chunks) -> Part:
                     decoded.add(f.module)
                 if flags & GRAPH:
                     texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
-                    graph_files.append(f)
                     batch.append(f)  # its edges
                     batch_bytes += f.size
                 elif flags & AST:
@@ -185,16 +183,41 @@ def scan_part(context: PartContext, chunks) -> Part:
                 background.submit(syntax, decoded, syntax_only=True)
                 syntax = []
             # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
-            # failed, or is not for its scanner) is parsed again whole below, which says why.
-            done += _scan_ast(records, pending, hot, by_rel, plan, parsed=None)
+            # failed, or is not for its scanner) is parsed again whole when its scan is back,
+            # which says why.
+            done.update(_scan_ast(records, pending, hot, by_rel, plan, parsed=None))
             kept.update(pending)
+            # The scans back by now are settled here, while later ones run: what is left after
+            # the last chunk is the last scans alone.
+            for files, edges, failed in background.ready():
+                settle(files, edges, failed)
         background.submit(batch, decoded)
-        edges, failed = background.results()
+        for files, edges, failed in background.results():
+            settle(files, edges, failed)
     finally:
         background.close()  # (a scan stopped by an error leaves no thread behind)
-    _rescan_unchecked(records, kept, done, by_rel, hot, plan, set(edges))
-    store_edges(records, graph_files, edges, failed, plan, texts)
     return part
+
+
+def _settler(records, kept, done, by_rel, hot, plan: ScanPlan, texts):
+    """`settle(files, edges, failed)`: one native scan's answer taken in: each of its files that
+    `_scan_ast` read in part parsed again whole where the scanner did not check it, then the
+    edges of its graph files stored. A file is in one scan, so the order of the scans does not
+    matter."""
+
+    def settle(files: list[SourceFile], edges: dict, failed: dict) -> None:
+        unchecked = {}
+        for f in files:
+            data = kept.pop(f.rel, None)
+            if data is not None and f.rel in done and f.module not in edges:
+                unchecked[f.rel] = data
+        if unchecked:
+            _rescan_unchecked(records, unchecked, list(unchecked), by_rel, hot, plan, set())
+        graph = [f for f in files if records[f.rel][FLAGS] & GRAPH]
+        if graph:
+            store_edges(records, graph, edges, failed, plan, texts)
+
+    return settle
 
 
 def _statements_of(reader, data: bytes) -> tuple:
@@ -355,9 +378,18 @@ class _Background:
     def _work(self) -> None:
         while (job := self.todo.get()) is not None:
             try:
-                self.done.append((True, self.scanner.scan(*job)))
+                self.done.append((True, job[0], self.scanner.scan(*job)))
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
-                self.done.append((False, e))
+                self.done.append((False, job[0], e))
+
+    def ready(self):
+        """(files, edges, failed) of each scan done by now, in the order they were asked for."""
+        done = self.done
+        while done:
+            ok, files, value = done.pop(0)  # (the worker only appends: both are atomic)
+            if not ok:
+                raise value
+            yield files, *value
 
     def close(self) -> None:
         """Let the thread end once it has done what it was given (at once if it was idle)."""
@@ -365,21 +397,13 @@ class _Background:
             self.todo.put(None)
             self.thread = None
 
-    def results(self) -> tuple[dict, dict]:
+    def results(self):
+        """`ready()`, once every scan asked for is done."""
         thread = self.thread
         self.close()
         if thread is not None:
             thread.join()
-        edges: dict = {}
-        failed: dict = {}
-        done, self.done = self.done, []
-        for ok, value in done:
-            if not ok:
-                raise value
-            e, f = value
-            edges.update(e)
-            failed.update(f)
-        return edges, failed
+        return self.ready()
 
 
 def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int] | None, checked: bool):

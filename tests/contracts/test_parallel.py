@@ -25,7 +25,7 @@ class _Serial(reading_mod._Background):
 
     def submit(self, files, decoded, syntax_only=False) -> None:
         if files:
-            self.done.append((True, self.scanner.scan(list(files), frozenset(decoded), syntax_only)))
+            self.done.append((True, list(files), self.scanner.scan(list(files), frozenset(decoded), syntax_only)))
 
 
 def _generated(tree) -> dict:
