@@ -89,7 +89,10 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     if forking:
         from contracts.engine.graph import scanner_classes
 
-        scanner_classes()
+        try:
+            scanner_classes()
+        except Exception:  # noqa: BLE001 - no usable grimp: each scan says so, and `ast` reads the files
+            pass
     return prefilter_for(plan), graph_prefilter_for(plan), reader
 
 

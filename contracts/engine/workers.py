@@ -89,8 +89,11 @@ def chunks(files: list, n: int, weight=None) -> list[list]:
         size = max(CHUNK_FILES, -(-len(files) // MAX_CHUNKS))
         return [files[i:i + size] for i in range(0, len(files), size)]
     weights = [weight(f) for f in files]
+    total = sum(weights)
+    if total <= 0:  # nothing to weigh by: chunks of consecutive files
+        return chunks(files, n)
     order = sorted(range(len(files)), key=lambda i: -weights[i])  # (stable: ties in walk order)
-    target = max(sum(weights) / (n * CHUNKS_PER_PROCESS), sum(weights) / MAX_CHUNKS * 1.01)
+    target = max(total / (n * CHUNKS_PER_PROCESS), total / MAX_CHUNKS * 1.01)
     out: list[list] = []
     chunk: list = []
     held = 0.0

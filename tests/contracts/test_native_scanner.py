@@ -4,6 +4,7 @@ it afterwards."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -71,3 +72,30 @@ def test_grimp_loaded_for_the_scanner_is_whole_for_whoever_imports_it_next(tmp_p
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['pkg', 'pkg.c.d']"  # (`pkg.b` is not in this tree)
+
+
+def test_without_a_usable_grimp_a_two_process_run_reads_with_ast_and_finds_the_same(tree):
+    from .test_parallel import _generated
+
+    root = tree(_generated(tree))
+    code = (
+        "import json, sys\n"
+        "from contracts import config\n"
+        "from contracts.check import run\n"
+        "from contracts.engine import graph\n"
+        "if sys.argv[1] == 'broken':\n"
+        "    def broken():\n"
+        "        raise ImportError('no grimp here')\n"
+        "    graph.scanner_classes = broken  # (a forked child inherits it)\n"
+        "result = run(config.load('.importlinter'), '.', jobs=2)\n"
+        "print(json.dumps(sorted((f.path, f.line, f.rule, f.message) for f in result.findings)))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = {}
+    for mode in ("whole", "broken"):
+        proc = subprocess.run([sys.executable, "-c", code, mode], cwd=root, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        out[mode] = proc.stdout
+    assert out["broken"] == out["whole"]
+    assert {"removed-module", "layer", "parse-error"} <= {f[2] for f in json.loads(out["whole"])}

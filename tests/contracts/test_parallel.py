@@ -281,6 +281,7 @@ def test_weighed_chunks_hold_every_file_once_the_heaviest_first():
     assert workers.chunks(files, 1, weight=lambda f: f.size) == [files]  # one process: walk order
     many = [model_mod.SourceFile(f"/t/m{i}.py", f"m{i}.py", f"m{i}", False, 0, 1) for i in range(20_000)]
     assert len(workers.chunks(many, 2, weight=lambda f: 1)) <= workers.MAX_CHUNKS
+    assert workers.chunks(many, 2, weight=lambda f: 0) == workers.chunks(many, 2)  # (not a chunk a file)
 
 
 def test_a_run_collects_no_garbage_and_leaves_the_collector_as_it_found_it(tree, monkeypatch):
