@@ -220,14 +220,27 @@ def scanner_classes():
 
         spec = importlib.util.find_spec("grimp")
         if spec is not None and spec.loader is not None and spec.submodule_search_locations:
+            import threading
+
             package = importlib.util.module_from_spec(spec)
+            lock = threading.RLock()
+            started = []
 
             def finish(name: str):
-                # The rest of the package, once (the submodules already loaded are kept).
-                if package.__dict__.pop("__getattr__", None) is None:
-                    raise AttributeError(name)
-                spec.loader.exec_module(package)
-                return getattr(package, name)
+                # The rest of the package, once (the submodules already loaded are kept); another
+                # thread asking meanwhile waits for it, and a name looked up while it runs is an
+                # ordinary miss.
+                with lock:
+                    if not started:
+                        started.append(True)
+                        try:
+                            spec.loader.exec_module(package)
+                        finally:
+                            package.__dict__.pop("__getattr__", None)
+                try:
+                    return package.__dict__[name]
+                except KeyError:
+                    raise AttributeError(f"module 'grimp' has no attribute {name!r}") from None
 
             package.__getattr__ = finish
             sys.modules["grimp"] = package
