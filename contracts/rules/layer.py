@@ -32,7 +32,7 @@ from __future__ import annotations
 from contracts.config import LayerSpec
 from contracts.engine.resolve import is_under
 from contracts.findings import Finding
-from contracts.rules._common import chain_text, chains_from, col_of, first_hop, rel_of
+from contracts.rules._common import adjacency_of, chain_text, chains_from, col_of, first_hop, rel_of
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:
@@ -47,22 +47,9 @@ def check(model: Model, spec: LayerSpec) -> list[Finding]:
     pairs = [(spec.layers[j], spec.layers[i]) for i in range(len(spec.layers))
              for j in range(i + 1, len(spec.layers))]
     direct = []
-    layers = spec.layers
-    memo: dict[str, frozenset] = {}
-
-    def under(module: str) -> frozenset:
-        """The layers `module` lies under (most modules: none), once per module."""
-        found = memo.get(module)
-        if found is None:
-            found = memo[module] = frozenset(m for m in layers if is_under(module, m))
-        return found
-
     for e in model.edges:
-        below, above = under(e.importer), under(e.imported)
-        if not below or not above:
-            continue
         for lower, higher in pairs:
-            if lower in below and higher in above:
+            if is_under(e.importer, lower) and is_under(e.imported, higher):
                 direct.append(e)
                 findings.append(Finding(
                     rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line), RULE_ID,
@@ -71,10 +58,11 @@ def check(model: Model, spec: LayerSpec) -> list[Finding]:
                     f"`{e.importer}` -> `{e.imported}`",
                 ))
     direct_pairs = {(e.importer, e.imported) for e in direct}
-    edges = [e for e in model.edges if (e.importer, e.imported) not in direct_pairs]
+    # (one adjacency for every pair of layers, not one per pair)
+    adjacency = adjacency_of(e for e in model.edges if (e.importer, e.imported) not in direct_pairs)
     for lower, higher in pairs:
         sources = {m for m in model.graph_modules if is_under(m, lower)}
-        chains = chains_from(edges, sources,
+        chains = chains_from(adjacency, sources,
                              target_key=lambda m, h=higher: h if is_under(m, h) else None,
                              passable=lambda m: True)
         for chain in sorted(chains.values()):
