@@ -138,23 +138,19 @@ class EdgeScanner:
 
     def _setup(self):
         if self._native_args is None:
-            rust, FoundPackage, ModuleFile, Module = scanner_api()
-
-            module_file = {m: ModuleFile(module=Module(m), mtime=0) for m, f in self.known.items()
-                           if _identifier_module(m) and _named_as_found(f)}
-            packages = {
-                FoundPackage(name=root, directory=directory, module_files=frozenset(
-                    mf for m, mf in module_file.items() if is_under(m, root)))
-                for root, directory in self.roots.items()
-            }
-            self._native_args = (rust, module_file, packages, rust.RealBasicFileSystem())
+            self._native_args = self._arguments(self.known)
         return self._native_args
 
     def _alone(self, files: list[SourceFile]):
         """The scanner's arguments for a tree of these files alone."""
+        return self._arguments({f.module: f for f in files})
+
+    def _arguments(self, modules: dict[str, SourceFile]):
+        """(the native module, module name -> `ModuleFile`, the `FoundPackage`s, the file system)
+        for a tree of `modules`."""
         rust, FoundPackage, ModuleFile, Module = scanner_api()
-        module_file = {f.module: ModuleFile(module=Module(f.module), mtime=0) for f in files
-                       if _identifier_module(f.module) and _named_as_found(f)}
+        module_file = {m: ModuleFile(module=Module(m), mtime=0) for m, f in modules.items()
+                       if _identifier_module(m) and _named_as_found(f)}
         packages = {
             FoundPackage(name=root, directory=directory, module_files=frozenset(
                 mf for m, mf in module_file.items() if is_under(m, root)))
@@ -201,7 +197,7 @@ def scanner_api():
     """(grimp's native scanner module, `FoundPackage`, `ModuleFile`, `Module`): what `build_graph`
     calls the scanner with. Loaded without running grimp's package `__init__` first, where no one
     has imported grimp yet: that imports its whole graph API (65 ms a process, and a two-process
-    run pays it twice); these four take ~11 ms. The package's `__init__` runs on the first use of
+    run pays it twice); these four take 11-20 ms. The package's `__init__` runs on the first use of
     any other name of it (`grimp.build_graph`), so whoever imports grimp later gets all of it."""
     import importlib
 

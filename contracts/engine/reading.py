@@ -209,13 +209,9 @@ def _settler(records, kept, done, by_rel, hot, plan: ScanPlan, texts):
     matter."""
 
     def settle(files: list[SourceFile], edges: dict, failed: dict) -> None:
-        unchecked = {}
-        for f in files:
-            data = kept.pop(f.rel, None)
-            if data is not None and f.rel in done and f.module not in edges:
-                unchecked[f.rel] = data
-        if unchecked:
-            _rescan_unchecked(records, unchecked, list(unchecked), by_rel, hot, plan, set())
+        mine = {f.rel: kept.pop(f.rel) for f in files if f.rel in kept}
+        if mine:
+            _rescan_unchecked(records, mine, [rel for rel in mine if rel in done], by_rel, hot, plan, edges)
         graph = [f for f in files if records[f.rel][FLAGS] & GRAPH]
         if graph:
             store_edges(records, graph, edges, failed, plan, texts)
@@ -334,7 +330,7 @@ def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str] | 
     return done
 
 
-def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parsed: set[str]) -> None:
+def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parsed) -> None:
     """The files `_scan_ast` read in part as if grimp had checked them, where it did not (it
     failed on them, or they are not for its scanner): parsed again whole, which says why."""
     for rel in done:
@@ -348,7 +344,7 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
     pending.clear()
 
 
-_BATCH = 128  # files per native scan call (each costs ~5 ms besides its files): soon enough that
+_BATCH = 128  # files per native scan call (each costs 4-10 ms besides its files): soon enough that
 # the scanner works while this thread runs `ast` on the first chunks
 _BATCH_BYTES = 2 << 20  # or this much source (~35 ms to scan), whichever comes first
 
@@ -357,14 +353,15 @@ class _Background:
     """grimp's scans on one second thread. The native scanner releases the GIL while it parses
     (with its own worker threads), so this thread's Python -- reading, the prefilter, `ast` --
     runs meanwhile on the other core. Results do not depend on how the files are batched: each
-    file's edges are resolved against every module of the tree. (A plain thread and queue:
+    file's edges are resolved against every module of the tree (a scan for syntax alone answers
+    only whether each file parses). (A plain thread and queue:
     `concurrent.futures` imports `logging`, 7-9 ms of each process's start.)"""
 
     def __init__(self, scanner: EdgeScanner) -> None:
         self.scanner = scanner
         self.thread = None
         self.todo = None
-        self.done: list[tuple] = []  # (True, the scan's answer) or (False, what it raised), in order
+        self.done: list[tuple] = []  # (True, files, the scan's answer) or (False, files, what it raised)
 
     def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False) -> None:
         if not files:

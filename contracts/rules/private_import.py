@@ -59,16 +59,14 @@ def _where(model, e) -> tuple[str, int, int]:
 def check(model: Model, spec: GroupsSpec) -> list[Finding]:
     findings = []
     kernel_package = spec.container.rpartition(".")[0] or spec.container
-    inside = kernel_package + "."
     group_of = spec.group_of
-    # The shared modules outside the container, as prefixes: an edge into none of them (most)
-    # is told by one `startswith`.
+    # The shared modules outside the container: an edge into none of them (most) is told by one
+    # `startswith` (a module under `m` starts with `m`).
     shared = tuple(m for m in spec.shared_modules if not is_under(m, spec.container))
-    shared_heads = tuple(m + "." for m in shared) + shared
     for e in model.edges:
         group = group_of(e.imported)
         importer = e.importer
-        in_kernels = importer == kernel_package or importer.startswith(inside)
+        in_kernels = is_under(importer, kernel_package)
         if group is None and in_kernels:
             continue  # (most edges: nothing below can apply)
         if group is not None and group_of(importer) != group:
@@ -89,7 +87,7 @@ def check(model: Model, spec: GroupsSpec) -> list[Finding]:
                     findings.append(Finding(*_where(model, e), RULE_ID, importer, f"{e.imported}.{name}",
                         f"`{importer}` imports the private name `{name}` from `{e.imported}` "
                         f"(group `{group}`); use the group's public functions"))
-        elif not in_kernels and shared_heads and e.imported.startswith(shared_heads):
+        elif not in_kernels and shared and e.imported.startswith(shared):
             for m in shared:
                 if is_under(e.imported, m):
                     findings.append(Finding(*_where(model, e), RULE_ID, importer, e.imported,
