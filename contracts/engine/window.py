@@ -76,12 +76,12 @@ _STRICTER_BYTES = (  # searched with `in` (memchr): 10x faster than a pattern's 
     b"\0",  # a NUL byte
     b"\t",  # a tab (in indentation, a TabError is Python's alone); few files have one
 )
-_STRICTER = []  # patterns, each starting with a literal
-_STRICTER_WORDS = []  # the same, where the match must start a token (checked by hand: a
-# look-behind would cost `re` its fast literal search)
+_STRICTER_WORDS = []  # patterns, each starting with a literal, where the match must start a
+# token (checked by hand: a look-behind would cost `re` its fast literal search)
 # `except A, B:` (Python 2, and 3.14's unparenthesized form): a clause starts its line, so the
 # word in prose (`... except the final one, ...`) is no reason to parse a whole large file.
 _EXCEPT_COMMA = re.compile(rb"except[ \t]+[^:\n(\[]*,")
+_F_STRINGS: dict[bytes, re.Pattern] = {}  # the prefix as written -> what follows it
 if sys.version_info < (3, 12):
     _STRICTER_WORDS += [
         re.compile(rb"type[ \t]+\w+[ \t]*[\[=]"),  # PEP 695 `type X = ...`
@@ -91,14 +91,17 @@ if sys.version_info < (3, 12):
     # PEP 701 f-strings: the same quote, a backslash or a comment inside a replacement field
     # (passing over literal text, `{{`, and whole fields, `{a}` or `{a:{w}}`: a brace escaped
     # as `{{` opens no field)
-    _STRICTER += [re.compile(prefix + rb"(?:[^{" + prefix[-1:] + rb"\n]|\{\{|\{(?:[^{}\n]|\{[^{}\n]*\})*\})*"
-                             rb"\{(?!\{)(?:[^}\n]*[" + prefix[-1:] + rb"\\]|[^}:\n]*#)")  # (`{n:#x}`: a format spec)
-                  for prefix in (b'f"', b"f'", b'F"', b"F'")]
-# PEP 750 template strings (`t"`, `t'`, `T"`, `T'` starting a token): one search, for `t"`, in a
-# copy with `T` and `'` mapped to `t` and `"` (a pass of `translate` costs less than the three
-# other searches of 2-byte words it saves).
+    _F_STRINGS = {prefix: re.compile(prefix + rb"(?:[^{" + prefix[-1:] + rb"\n]|\{\{|\{(?:[^{}\n]|\{[^{}\n]*\})*\})*"
+                                     rb"\{(?!\{)(?:[^}\n]*[" + prefix[-1:] + rb"\\]|[^}:\n]*#)")  # (`{n:#x}`: a format spec)
+                  for prefix in (b'f"', b"f'", b'F"', b"F'")}
+# PEP 750 template strings (`t"`, `t'`, `T"`, `T'` starting a token).
 _T_STRINGS = sys.version_info < (3, 14)
-_T_MAP = bytes.maketrans(b"T'", b't"')
+# Both kinds of prefix are found in one copy of the text with `F`, `T` and `'` mapped to `f`, `t`
+# and `"` (the same length: an offset in it is one in `data`): one search for `f"` finds every
+# f-string start, one for `t"` every t-string start. (On 3.11, over the files of 4 kB or more of
+# the three upstream trees: 7.5 -> 6.6 ms/MB for the whole of `python_alone_rejects`.)
+_PREFIX_MAP = bytes.maketrans(b"FT'", b'ft"')
+_F_START = re.compile(b'f"')
 # (A backslash in code only ends a line: `\t"` is inside a string.)
 _NOT_TOKEN_START = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.'\"-\\")
 
@@ -117,10 +120,6 @@ def python_alone_rejects(data: bytes) -> bool:
     whole; the shapes above that are surely prose are passed over.)"""
     if any(b in data for b in _STRICTER_BYTES):
         return True
-    for p in _STRICTER:
-        for m in p.finditer(data):
-            if not _not_code(data, m.start()):
-                return True
     for m in _EXCEPT_COMMA.finditer(data):
         if not data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip(b" \t\f"):
             return True
@@ -128,13 +127,34 @@ def python_alone_rejects(data: bytes) -> bool:
         for m in p.finditer(data):
             if (m.start() == 0 or data[m.start() - 1] not in _NOT_TOKEN_START) and not _not_code(data, m.start()):
                 return True
+    if not (_F_STRINGS or _T_STRINGS):
+        return False
+    mapped = data.translate(_PREFIX_MAP)
+    if _F_STRINGS and _f_string_rejects(data, mapped):
+        return True
     if _T_STRINGS:
-        mapped = data.translate(_T_MAP)  # (same length: an offset in it is one in `data`)
         at = mapped.find(b't"')
         while at >= 0:
             if (at == 0 or data[at - 1] not in _NOT_TOKEN_START) and not _not_code(data, at):
                 return True
             at = mapped.find(b't"', at + 1)
+    return False
+
+
+def _f_string_rejects(data: bytes, mapped: bytes) -> bool:
+    """Does an f-string pattern match code in `data`, as each pattern's own `finditer` would
+    find it? (`mapped`: `data` through `_PREFIX_MAP`.) Every start is tried in one pass, each
+    pattern resuming after its last match, where its `finditer` would."""
+    resume = dict.fromkeys(_F_STRINGS, 0)
+    for start in _F_START.finditer(mapped):  # (`re`'s literal search: 0.4 ms/MB less than a `find` loop)
+        at = start.start()
+        prefix = data[at:at + 2]
+        if at >= resume[prefix]:
+            m = _F_STRINGS[prefix].match(data, at)
+            if m is not None:
+                if not _not_code(data, at):
+                    return True
+                resume[prefix] = m.end()
     return False
 
 

@@ -4,7 +4,7 @@ exactly what parsing the whole file finds."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contracts.engine import window
@@ -162,3 +162,20 @@ def test_nested_window_leaves_shapes_it_cannot_take_apart_to_the_larger_windows(
     assert _same(text, "\n") == outcome
     if kept is not None:
         assert window.keep_hot_statements(text.encode(), WORDS, nested=True).decode() == kept
+
+
+# Pieces of f-strings and t-strings, in every way of writing their prefixes and quotes.
+_STRING_PIECES = [b'f"', b"f'", b'F"', b"F'", b't"', b"T'", b'T"', b"t'", b"{", b"}", b"{{", b"}}", b'"',
+                  b"'", b"#", b"\n", b"\\", b"a", b" ", b":", b"x#"]
+
+
+@pytest.mark.skipif(not window._F_STRINGS, reason="this Python reads PEP 701 f-strings itself")
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_STRING_PIECES), max_size=16).map(b"".join))
+@example(b'# f"{ f"{"')  # a second start inside a match in a comment: `finditer` never tries it
+def test_one_pass_over_the_f_string_starts_finds_what_each_pattern_finds(data):
+    """`_f_string_rejects` tries every f-string start in one search of a translated copy: it must
+    answer as each prefix's own pattern, searched with its own `finditer`, answers."""
+    expected = any(not window._not_code(data, m.start())
+                   for pattern in window._F_STRINGS.values() for m in pattern.finditer(data))
+    assert window._f_string_rejects(data, data.translate(window._PREFIX_MAP)) == expected
