@@ -15,8 +15,8 @@ import functools
 import hashlib
 import os
 import time
-from dataclasses import dataclass, field
 
+from contracts._record import Record
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec
 from contracts.engine import cache
 from contracts.engine.records import ScanPlan
@@ -29,31 +29,48 @@ if TYPE_CHECKING:  # (a warm run answered by the stamp builds no model: not even
     from contracts.engine.model import Model
 
 
-@dataclass
-class ContractResult:
+class ContractResult(Record):
     id: str
     name: str
     kind: str
     findings: list[Finding]
 
+    def __init__(self, id: str, name: str, kind: str, findings: list[Finding]) -> None:
+        self.id, self.name, self.kind, self.findings = id, name, kind, findings
 
-@dataclass
-class Result:
+
+class Result(Record):
     files_scanned: int
     files_total: int
     findings: list[Finding]
-    contracts: list[ContractResult] = field(default_factory=list)
-    skipped_contracts: list[str] = field(default_factory=list)
-    cache_status: str = "off"
-    engine_findings: list[Finding] = field(default_factory=list)  # parse-error, not-scanned
+    contracts: list[ContractResult]
+    skipped_contracts: list[str]
+    cache_status: str
+    engine_findings: list[Finding]  # parse-error, not-scanned
     # One line each, for the face to print (never cached: they describe this run).
-    warnings: list[str] = field(default_factory=list)
-    src: str = ""  # absolute; finding paths are relative to it (`findings.displayed` shows them)
+    warnings: list[str]
+    src: str  # absolute; finding paths are relative to it (`findings.displayed` shows them)
     # Seconds per phase (`--verbose`): "cache" (looking up stored findings), "model" (walk, scan,
     # graph), "rules"; a phase that did not run is absent.
-    timings: dict[str, float] = field(default_factory=dict)
-    notices: list[str] = field(default_factory=list)  # named files no rule checks, one line each
-    hashed: int = 0  # files the stamp read and hashed to answer (their stats had moved; `--verbose`)
+    timings: dict[str, float]
+    notices: list[str]  # named files no rule checks, one line each
+    hashed: int  # files the stamp read and hashed to answer (their stats had moved; `--verbose`)
+
+    def __init__(self, files_scanned: int, files_total: int, findings: list[Finding],
+                 contracts: list[ContractResult] | None = None, skipped_contracts: list[str] | None = None,
+                 cache_status: str = "off", engine_findings: list[Finding] | None = None,
+                 warnings: list[str] | None = None, src: str = "", timings: dict[str, float] | None = None,
+                 notices: list[str] | None = None, hashed: int = 0) -> None:
+        self.files_scanned, self.files_total, self.findings = files_scanned, files_total, findings
+        self.contracts = [] if contracts is None else contracts
+        self.skipped_contracts = [] if skipped_contracts is None else skipped_contracts
+        self.cache_status = cache_status
+        self.engine_findings = [] if engine_findings is None else engine_findings
+        self.warnings = [] if warnings is None else warnings
+        self.src = src
+        self.timings = {} if timings is None else timings
+        self.notices = [] if notices is None else notices
+        self.hashed = hashed
 
 
 def _below_root(module: str) -> str:

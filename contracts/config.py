@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 
 from contracts import config_source, ignores
+from contracts._record import Record
 from contracts.config_source import shown
 from contracts.errors import ConfigError
 from contracts.ignores import ImportPattern
@@ -113,19 +113,24 @@ def parse_replacement_lines(option: str, raw) -> tuple[list[tuple[str, str]], li
     return modules, names
 
 
-@dataclass(frozen=True)
-class RemovedSpec:
+class RemovedSpec(Record, frozen=True):
     """Options of a `removed_modules` contract."""
 
     id: str
     name: str
     removed: tuple[str, ...]
     # (old prefix, new prefix), longest old prefix first: the first match is the longest one.
-    replacements: tuple[tuple[str, str], ...] = ()
+    replacements: tuple[tuple[str, str], ...]
     # (old module, name, new module, new name): where one imported name went.
-    names: tuple[tuple[str, str, str, str], ...] = ()
-    ignore_imports: tuple[ImportPattern, ...] = ()  # see contracts/ignores.py
-    unmatched_alerting: str = "error"
+    names: tuple[tuple[str, str, str, str], ...]
+    ignore_imports: tuple[ImportPattern, ...]  # see contracts/ignores.py
+    unmatched_alerting: str
+
+    def __init__(self, id: str, name: str, removed: tuple[str, ...], replacements: tuple[tuple[str, str], ...] = (),
+                 names: tuple[tuple[str, str, str, str], ...] = (), ignore_imports: tuple[ImportPattern, ...] = (),
+                 unmatched_alerting: str = "error") -> None:
+        self.__dict__.update(id=id, name=name, removed=removed, replacements=replacements, names=names,
+                             ignore_imports=ignore_imports, unmatched_alerting=unmatched_alerting)
 
     @cached_property
     def _name_map(self) -> dict[tuple[str, str], tuple[str, str]]:
@@ -180,18 +185,24 @@ class RemovedSpec:
         return self.removed_index.first_of(module)
 
 
-@dataclass(frozen=True)
-class GroupsSpec:
+class GroupsSpec(Record, frozen=True):
     """Options of an `operator_groups` contract."""
 
     id: str
     name: str
     container: str
     groups: tuple[str, ...]
-    shared_modules: tuple[str, ...] = ()
-    allowed_imports: tuple[tuple[str, str], ...] = ()
-    ignore_imports: tuple[ImportPattern, ...] = ()
-    unmatched_alerting: str = "error"
+    shared_modules: tuple[str, ...]
+    allowed_imports: tuple[tuple[str, str], ...]
+    ignore_imports: tuple[ImportPattern, ...]
+    unmatched_alerting: str
+
+    def __init__(self, id: str, name: str, container: str, groups: tuple[str, ...],
+                 shared_modules: tuple[str, ...] = (), allowed_imports: tuple[tuple[str, str], ...] = (),
+                 ignore_imports: tuple[ImportPattern, ...] = (), unmatched_alerting: str = "error") -> None:
+        self.__dict__.update(id=id, name=name, container=container, groups=groups, shared_modules=shared_modules,
+                             allowed_imports=allowed_imports, ignore_imports=ignore_imports,
+                             unmatched_alerting=unmatched_alerting)
 
     def group_of(self, module: str) -> str | None:
         memo = self._group_memo  # the rules ask once per edge end: a tree has few modules
@@ -213,15 +224,19 @@ class GroupsSpec:
         return frozenset(self.groups)
 
 
-@dataclass(frozen=True)
-class LayerSpec:
+class LayerSpec(Record, frozen=True):
     """Options of a `layer` contract: `layers`, highest first; a lower one may not import a higher one."""
 
     id: str
     name: str
     layers: tuple[str, ...]
-    ignore_imports: tuple[ImportPattern, ...] = ()
-    unmatched_alerting: str = "error"
+    ignore_imports: tuple[ImportPattern, ...]
+    unmatched_alerting: str
+
+    def __init__(self, id: str, name: str, layers: tuple[str, ...], ignore_imports: tuple[ImportPattern, ...] = (),
+                 unmatched_alerting: str = "error") -> None:
+        self.__dict__.update(id=id, name=name, layers=layers, ignore_imports=ignore_imports,
+                             unmatched_alerting=unmatched_alerting)
 
 
 def parse_ignore_imports(option: str, raw) -> tuple[ImportPattern, ...]:
@@ -256,17 +271,21 @@ def parse_bool(option: str, raw, default: bool = False) -> bool:
     raise OptionError(option, f"'{raw.strip()}' is not true or false.")
 
 
-@dataclass(frozen=True)
-class MissingSpec:
+class MissingSpec(Record, frozen=True):
     """Options of a `missing_imports` contract: imports of modules (and names) under `packages`
     that the tree does not have."""
 
     id: str
     name: str
-    packages: tuple[str, ...] = ()  # empty: the root packages
-    include_guarded: bool = False
-    ignore_imports: tuple[ImportPattern, ...] = ()  # see contracts/ignores.py
-    unmatched_alerting: str = "error"
+    packages: tuple[str, ...]  # empty: the root packages
+    include_guarded: bool
+    ignore_imports: tuple[ImportPattern, ...]  # see contracts/ignores.py
+    unmatched_alerting: str
+
+    def __init__(self, id: str, name: str, packages: tuple[str, ...] = (), include_guarded: bool = False,
+                 ignore_imports: tuple[ImportPattern, ...] = (), unmatched_alerting: str = "error") -> None:
+        self.__dict__.update(id=id, name=name, packages=packages, include_guarded=include_guarded,
+                             ignore_imports=ignore_imports, unmatched_alerting=unmatched_alerting)
 
     def packages_for(self, roots: tuple[str, ...]) -> tuple[str, ...]:
         return self.packages or roots
@@ -390,24 +409,38 @@ for _options in KNOWN_OPTIONS.values():
 # --------------------------------------------------------------------------- the file
 
 
-@dataclass
-class Config:
+class Config(Record):
     path: str
     root_packages: tuple[str, ...]
-    removed: list[RemovedSpec] = field(default_factory=list)
-    groups: list[GroupsSpec] = field(default_factory=list)
-    layers: list[LayerSpec] = field(default_factory=list)
-    missing: list[MissingSpec] = field(default_factory=list)
+    removed: list[RemovedSpec]
+    groups: list[GroupsSpec]
+    layers: list[LayerSpec]
+    missing: list[MissingSpec]
     # Contracts of other types (stock import-linter ones): `lint-imports` runs them, the CLI does not.
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[str]
     # The repository's layout (`LAYOUT_OPTIONS`), paths relative to the config file's directory.
-    source_dir: str | None = None  # absolute: the directory holding the root packages
-    importer_paths: tuple[str, ...] = ()  # files, directories, globs outside the root packages
-    exclude: tuple[str, ...] = ()  # globs/paths not walked, neither as modules nor as importers
+    source_dir: str | None  # absolute: the directory holding the root packages
+    importer_paths: tuple[str, ...]  # files, directories, globs outside the root packages
+    exclude: tuple[str, ...]  # globs/paths not walked, neither as modules nor as importers
     # What one face reads differently from the other: one line each (the face prints them).
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
     # `strict_baseline = true` in [importlinter]: as `--strict-baseline` on every run with a baseline.
-    strict_baseline: bool = False
+    strict_baseline: bool
+
+    def __init__(self, path: str, root_packages: tuple[str, ...], removed: list[RemovedSpec] | None = None,
+                 groups: list[GroupsSpec] | None = None, layers: list[LayerSpec] | None = None,
+                 missing: list[MissingSpec] | None = None, skipped: list[str] | None = None,
+                 source_dir: str | None = None, importer_paths: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
+                 warnings: list[str] | None = None, strict_baseline: bool = False) -> None:
+        self.path, self.root_packages = path, root_packages
+        self.removed = [] if removed is None else removed
+        self.groups = [] if groups is None else groups
+        self.layers = [] if layers is None else layers
+        self.missing = [] if missing is None else missing
+        self.skipped = [] if skipped is None else skipped
+        self.source_dir, self.importer_paths, self.exclude = source_dir, importer_paths, exclude
+        self.warnings = [] if warnings is None else warnings
+        self.strict_baseline = strict_baseline
 
     @property
     def base(self) -> str:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import configparser
 import os
 import re
-from dataclasses import dataclass, field
 
+from contracts._record import Record
 from contracts.errors import ConfigError
 
 SECTION = "importlinter"
@@ -30,17 +30,23 @@ CANDIDATES = (".importlinter", "setup.cfg", "pyproject.toml")
 LIST_OPTIONS = ("root_packages", "contract_types")
 
 
-@dataclass
-class RawConfig:
+class RawConfig(Record):
     """The options of one file: the session's, and each contract's as (section label, id, options);
     values are strings or lists of strings, as import-linter passes them to contracts."""
 
     path: str  # absolute
     display: str  # as messages name it
     session: dict
-    contracts: list[tuple[str, str, dict]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    is_toml: bool = False
+    contracts: list[tuple[str, str, dict]]
+    warnings: list[str]
+    is_toml: bool
+
+    def __init__(self, path: str, display: str, session: dict, contracts: list[tuple[str, str, dict]] | None = None,
+                 warnings: list[str] | None = None, is_toml: bool = False) -> None:
+        self.path, self.display, self.session = path, display, session
+        self.contracts = [] if contracts is None else contracts
+        self.warnings = [] if warnings is None else warnings
+        self.is_toml = is_toml
 
 
 def shown(text: str) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+
+from contracts._record import Record
 
 
-@dataclass(frozen=True, order=True)
-class Finding:
+class Finding(Record, frozen=True, order=True):
     """One thing wrong, at one place.
 
     `path` is relative to the source directory with `/` separators (`displayed` makes it what
@@ -24,6 +24,30 @@ class Finding:
     imported: str
     message: str
     replacement: str | None = None
+
+    def __init__(self, path: str, line: int, col: int, rule: str, importer: str, imported: str, message: str,
+                 replacement: str | None = None) -> None:
+        self.__dict__.update(path=path, line=line, col=col, rule=rule, importer=importer, imported=imported,
+                             message=message, replacement=replacement)
+
+    # Written out as `dataclass` writes them: sorting findings and putting them in sets is hot.
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.path, self.line, self.col, self.rule, self.importer, self.imported, self.message,
+                    self.replacement) == (other.path, other.line, other.col, other.rule, other.importer,
+                                          other.imported, other.message, other.replacement)
+        return NotImplemented
+
+    def __lt__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.path, self.line, self.col, self.rule, self.importer, self.imported, self.message,
+                    self.replacement) < (other.path, other.line, other.col, other.rule, other.importer,
+                                         other.imported, other.message, other.replacement)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.line, self.col, self.rule, self.importer, self.imported, self.message,
+                     self.replacement))
 
     def to_json(self) -> dict:
         return {key: getattr(self, key) for key in JSON_FIELDS}  # (`asdict` deep-copies: 10x slower)
@@ -77,6 +101,7 @@ def displayed(findings, src: str, cwd: str | None = None) -> list[Finding]:
             plain = at_src and not p.startswith(("/", "../")) and p != ".." and os.path.normpath(p) == p
             shown = paths[p] = p if plain else shown_path(p, src, here)
         if shown != f.path:
-            f = replace(f, path=shown, message=f.message.replace(f"`{f.path}`", f"`{shown}`"))
+            f = Finding(shown, f.line, f.col, f.rule, f.importer, f.imported,
+                        f.message.replace(f"`{f.path}`", f"`{shown}`"), f.replacement)
         out.append(f)
     return out

@@ -16,7 +16,8 @@ error`); `unmatched_ignore_imports_alerting = warn` makes it a warning, `none` s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from contracts._record import Record
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ALERTING = ("error", "warn", "none")
@@ -30,14 +31,16 @@ class PatternError(ValueError):
         self.option = option
 
 
-@dataclass(frozen=True)
-class ImportPattern:
+class ImportPattern(Record, frozen=True):
     """One `ignore_imports` line in import-linter's syntax: `importer -> imported`, where a `*`
     stands for one module name part and `**` for one or more (as grimp matches them)."""
 
     text: str
     importer: str
     imported: str
+
+    def __init__(self, text: str, importer: str, imported: str) -> None:
+        self.__dict__.update(text=text, importer=importer, imported=imported)
 
     def matches(self, importer: str, imported: str) -> bool:
         return _expression_regex(self.importer).match(importer) is not None and \

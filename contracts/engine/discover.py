@@ -24,7 +24,8 @@ import functools
 import os
 import stat as stat_mod
 from collections import deque
-from dataclasses import dataclass, field
+
+from contracts._record import Record
 
 # Deeper than any real package (upstream sglang nests 12 deep); bounds the walk on hostile trees.
 MAX_DEPTH = 256
@@ -33,35 +34,51 @@ _KINDS = {stat_mod.S_IFIFO: "a FIFO", stat_mod.S_IFSOCK: "a socket", stat_mod.S_
           stat_mod.S_IFBLK: "a block device"}
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(Record, frozen=True):
     path: str  # absolute
     rel: str  # relative to the source directory, '/' separators
     module: str  # dotted name ('pkg.sub.mod'; a package's __init__ is 'pkg.sub')
     is_package: bool  # an __init__.py
     mtime_ns: int
     size: int
-    ctime_ns: int = 0  # as the walk saw it (0: not known, stat again)
+    ctime_ns: int  # as the walk saw it (0: not known, stat again)
+
+    def __init__(self, path: str, rel: str, module: str, is_package: bool, mtime_ns: int, size: int,
+                 ctime_ns: int = 0) -> None:
+        self.__dict__.update(path=path, rel=rel, module=module, is_package=is_package, mtime_ns=mtime_ns,
+                             size=size, ctime_ns=ctime_ns)
 
 
-@dataclass
-class Discovery:
+class Discovery(Record):
     src: str
-    files: list[SourceFile] = field(default_factory=list)
+    files: list[SourceFile]
     # (relative path, reason) for every path under a root that was not walked or read
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    missing_roots: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]]
+    missing_roots: list[str]
     # Modules that are not `.py` files: every directory (a package, or a namespace package
     # without `__init__.py`), `.pyi` stubs and extension modules (`.so`, `.pyd`), by name ->
     # "directory" / "stub" / "extension" / "excluded" (by the config: it and everything below
     # it exist, unread). What exists is the union of these and `files`.
-    other_modules: dict[str, str] = field(default_factory=dict)
+    other_modules: dict[str, str]
     # (path, mtime_ns, ctime_ns) of every directory walked, and whether the walk saw all there
     # is under the roots: no link, nothing excluded, skipped or dropped. Then `dirs` and `files`
     # are the tree's full state (the cache's stamp is made of them, not of a second walk).
-    dirs: list[tuple[str, int, int]] = field(default_factory=list)
-    whole: bool = True
-    unwalked: list[str] = field(default_factory=list)  # directories under a root not entered (a dotted name)
+    dirs: list[tuple[str, int, int]]
+    whole: bool
+    unwalked: list[str]  # directories under a root not entered (a dotted name)
+
+    def __init__(self, src: str, files: list[SourceFile] | None = None, skipped: list[tuple[str, str]] | None = None,
+                 missing_roots: list[str] | None = None, other_modules: dict[str, str] | None = None,
+                 dirs: list[tuple[str, int, int]] | None = None, whole: bool = True,
+                 unwalked: list[str] | None = None) -> None:
+        self.src = src
+        self.files = [] if files is None else files
+        self.skipped = [] if skipped is None else skipped
+        self.missing_roots = [] if missing_roots is None else missing_roots
+        self.other_modules = {} if other_modules is None else other_modules
+        self.dirs = [] if dirs is None else dirs
+        self.whole = whole
+        self.unwalked = [] if unwalked is None else unwalked
 
     @functools.cached_property
     def by_module(self) -> dict[str, SourceFile]:

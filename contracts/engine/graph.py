@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
+from contracts._record import Record
 from contracts.engine.discover import SourceFile
 from contracts.engine.files import read_regular
 from contracts.engine.resolve import is_under, physical_lines
@@ -27,13 +27,16 @@ MAX_READ_BYTES = 64 * 2**20  # as records.py: what the run read once it reads ag
 MAX_STATEMENT_LINES = 200
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(Record, frozen=True):
     importer: str
     imported: str
     line: int
     contents: str  # the statement's first line, as grimp reports it
-    names: tuple[str, ...] | None = None  # from-imported names, when they were asked for
+    names: tuple[str, ...] | None  # from-imported names, when they were asked for
+
+    def __init__(self, importer: str, imported: str, line: int, contents: str,
+                 names: tuple[str, ...] | None = None) -> None:
+        self.__dict__.update(importer=importer, imported=imported, line=line, contents=contents, names=names)
 
 
 def _identifier_module(name: str) -> bool:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+
+from contracts._record import Record
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -61,17 +62,18 @@ def compile_pattern(pattern: str) -> re.Pattern:
     return re.compile(f"(?:{regex})(?:/.*)?\\Z", re.DOTALL)
 
 
-@dataclass
-class Layout:
+class Layout(Record, hidden=("_compiled",)):
     """`exclude` and `importer_paths` of one config, relative to `base` (its directory)."""
 
     base: str  # absolute
-    exclude: tuple[str, ...] = ()
-    importer_paths: tuple[str, ...] = ()
-    _compiled: list = field(default_factory=list, repr=False)
+    exclude: tuple[str, ...]
+    importer_paths: tuple[str, ...]
+    _compiled: list
 
-    def __post_init__(self) -> None:
-        self._compiled = [compile_pattern(p) for p in self.exclude]
+    def __init__(self, base: str, exclude: tuple[str, ...] = (), importer_paths: tuple[str, ...] = (),
+                 _compiled: list | None = None) -> None:
+        self.base, self.exclude, self.importer_paths = base, exclude, importer_paths
+        self._compiled = [compile_pattern(p) for p in exclude]
 
     def rel(self, path: str) -> str | None:
         """`path` relative to the base with `/`, or None outside it."""

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 
+from contracts._record import Record
 from contracts.engine.cache import RACY_SECONDS, Cache
 from contracts.engine.closure import close
 from contracts.engine.discover import Discovery, SourceFile, discover
@@ -62,30 +62,50 @@ from contracts.engine.records import (  # noqa: F401 - known here before the spl
 )
 
 
-@dataclass
-class Model:
+class Model(Record, hidden=("_pending",)):
     src: str
     discovery: Discovery
-    refs: dict[str, list] = field(default_factory=dict)  # rel path -> [ImportRef]
-    errors: dict[str, str] = field(default_factory=dict)  # rel path -> reason
-    edges: list[Edge] = field(default_factory=list)
-    graph_modules: set[str] = field(default_factory=set)
-    files_read: int = 0
-    cache_status: str = "off"
+    refs: dict[str, list]  # rel path -> [ImportRef]
+    errors: dict[str, str]  # rel path -> reason
+    edges: list[Edge]
+    graph_modules: set[str]
+    files_read: int
+    cache_status: str
     # Changes whenever what the rules see changes; equal generations give equal findings.
-    generation: str = ""
-    started: float = 0.0  # when the build started, before it read anything
-    texts: dict[str, bytes] = field(default_factory=dict)  # rel path -> content, read in this run (`ScanPlan.texts`)
-    workers: int = 1  # processes that read the files (`workers.py`)
+    generation: str
+    started: float  # when the build started, before it read anything
+    texts: dict[str, bytes]  # rel path -> content, read in this run (`ScanPlan.texts`)
+    workers: int  # processes that read the files (`workers.py`)
     # rel path -> (statements, unsure lines, whole file unsure, column-0 `def`/`class` names), read
     # in this run for `ScanPlan.statement_roots`.
-    statements: dict[str, tuple] = field(default_factory=dict)
-    statement_roots: tuple[str, ...] = ()  # what `statements` were read for
+    statements: dict[str, tuple]
+    statement_roots: tuple[str, ...]  # what `statements` were read for
     # path -> SHA-1 of the content its record was made from (a cache is kept): the stamp keeps
     # them, so a tree whose stats all changed but not its contents (a fresh copy) is told apart.
-    digests: dict[str, bytes] = field(default_factory=dict)
-    _pending: tuple | None = field(default=None, repr=False)  # what `assemble` builds from
-    phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the build (`--verbose`)
+    digests: dict[str, bytes]
+    _pending: tuple | None  # what `assemble` builds from
+    phases: dict[str, float]  # seconds per step of the build (`--verbose`)
+
+    def __init__(self, src: str, discovery: Discovery, refs: dict[str, list] | None = None,
+                 errors: dict[str, str] | None = None, edges: list[Edge] | None = None,
+                 graph_modules: set[str] | None = None, files_read: int = 0, cache_status: str = "off",
+                 generation: str = "", started: float = 0.0, texts: dict[str, bytes] | None = None, workers: int = 1,
+                 statements: dict[str, tuple] | None = None, statement_roots: tuple[str, ...] = (),
+                 digests: dict[str, bytes] | None = None, _pending: tuple | None = None,
+                 phases: dict[str, float] | None = None) -> None:
+        self.src, self.discovery = src, discovery
+        self.refs = {} if refs is None else refs
+        self.errors = {} if errors is None else errors
+        self.edges = [] if edges is None else edges
+        self.graph_modules = set() if graph_modules is None else graph_modules
+        self.files_read, self.cache_status, self.generation, self.started = files_read, cache_status, generation, started
+        self.texts = {} if texts is None else texts
+        self.workers = workers
+        self.statements = {} if statements is None else statements
+        self.statement_roots = statement_roots
+        self.digests = {} if digests is None else digests
+        self._pending = _pending
+        self.phases = {} if phases is None else phases
 
     @property
     def modules(self) -> dict[str, SourceFile]:

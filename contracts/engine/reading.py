@@ -18,8 +18,8 @@ returns plain records (`records.py`), which the build (`model.py`) merges in wal
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
+from contracts._record import Record
 from contracts.engine.cache import content_digest
 from contracts.engine.discover import SourceFile
 from contracts.engine.files import NotRegular, TooLarge, read_regular
@@ -61,8 +61,7 @@ def read_source(path: str, inside: tuple[str, ...] = ()) -> tuple[bytes, int]:
     return data, _ctime_ns(st)
 
 
-@dataclass(frozen=True)
-class PartContext:
+class PartContext(Record, frozen=True):
     """What every part of a build shares (a forked worker inherits it)."""
     plan: ScanPlan
     old_files: dict
@@ -72,7 +71,12 @@ class PartContext:
     started: float
     hashed: bool  # a cache is kept: every file read gets its content hash
     scanner: EdgeScanner
-    tools: tuple | None = None  # `part_tools(plan)`, made once for every part
+    tools: tuple | None  # `part_tools(plan)`, made once for every part
+
+    def __init__(self, plan: ScanPlan, old_files: dict, inside: tuple[str, ...], known: dict, roots: dict,
+                 started: float, hashed: bool, scanner: EdgeScanner, tools: tuple | None = None) -> None:
+        self.__dict__.update(plan=plan, old_files=old_files, inside=inside, known=known, roots=roots,
+                             started=started, hashed=hashed, scanner=scanner, tools=tools)
 
 
 def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
@@ -96,15 +100,24 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     return prefilter_for(plan), graph_prefilter_for(plan), reader
 
 
-@dataclass
-class Part:
+class Part(Record):
     """What one part of a build made of its files (plain values: a worker pickles it)."""
-    records: dict[str, list] = field(default_factory=dict)
-    unreadable: dict[str, str] = field(default_factory=dict)
-    touched: set[str] = field(default_factory=set)
-    decoded: set[str] = field(default_factory=set)
-    texts: dict[str, bytes] = field(default_factory=dict)  # `ScanPlan.texts`
-    statements: dict[str, tuple] = field(default_factory=dict)  # `ScanPlan.statement_roots`
+    records: dict[str, list]
+    unreadable: dict[str, str]
+    touched: set[str]
+    decoded: set[str]
+    texts: dict[str, bytes]  # `ScanPlan.texts`
+    statements: dict[str, tuple]  # `ScanPlan.statement_roots`
+
+    def __init__(self, records: dict[str, list] | None = None, unreadable: dict[str, str] | None = None,
+                 touched: set[str] | None = None, decoded: set[str] | None = None,
+                 texts: dict[str, bytes] | None = None, statements: dict[str, tuple] | None = None) -> None:
+        self.records = {} if records is None else records
+        self.unreadable = {} if unreadable is None else unreadable
+        self.touched = set() if touched is None else touched
+        self.decoded = set() if decoded is None else decoded
+        self.texts = {} if texts is None else texts
+        self.statements = {} if statements is None else statements
 
     def before_transfer(self) -> None:
         """In a worker, before pickling: the texts stay behind (the statements read off them go;

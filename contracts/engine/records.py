@@ -9,9 +9,9 @@ closure starts from and stops at. Both the build (`model.py`) and the per-file r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
+from contracts._record import Record
 from contracts.prefixes import PrefixIndex
 
 # A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
@@ -31,33 +31,42 @@ AST, GRAPH, DECODED = 1, 2, 4  # FLAGS: parse it with ast (names a removed modul
 # edges; Python decodes it otherwise than grimp's scanner does (its edges come from ast)
 
 
-@dataclass(frozen=True)
-class ScanPlan:
+class ScanPlan(Record, frozen=True):
     roots: tuple[str, ...]
     ast_words: tuple[bytes, ...]  # a file containing one of these is parsed with ast
     ast_prefixes: tuple[str, ...]  # modules under these are always parsed (e.g. a shim)
     graph_words: tuple[bytes, ...]  # a file containing one of these gets its edges scanned
     graph_prefixes: tuple[str, ...]  # modules under these always get their edges scanned
-    closure_stop: tuple[str, ...] = ()  # the import closure does not enter these
-    name_prefixes: tuple[str, ...] = ()  # edges into these keep their from-imported names
+    closure_stop: tuple[str, ...]  # the import closure does not enter these
+    name_prefixes: tuple[str, ...]  # edges into these keep their from-imported names
     # The removed prefixes themselves: files are routed to ast by `prefilter.py` (lookups by
     # name parts, one pass over the bytes), not by searching for each of `ast_words`.
-    removed: tuple[str, ...] = ()
+    removed: tuple[str, ...]
     # The config's `exclude` patterns and the directory they are relative to (`importers.py`).
-    exclude: tuple[str, ...] = ()
-    exclude_base: str = ""
+    exclude: tuple[str, ...]
+    exclude_base: str
     # A rule reads the text of every file itself (`missing_imports`): the bytes read are kept
     # in `Model.texts`, and any changed file changes the generation.
-    texts: bool = False
+    texts: bool
     # The root names of the `missing_imports` packages, when one reader serves every such
     # contract: each file's import statements and column-0 definitions are then read where the
     # file is read (in the workers, `Model.statements`), not after.
-    statement_roots: tuple[str, ...] = ()
+    statement_roots: tuple[str, ...]
     # The packages whose importers get their edges scanned (the operator groups' kernel package):
     # a file holding one of `graph_words` is scanned only if the prefilter finds a line of it that
     # may name a module under one of these (`triton_kernels`, `self.kernels`, prose are not).
     # Empty: the word alone decides.
-    graph_named: tuple[str, ...] = ()
+    graph_named: tuple[str, ...]
+
+    def __init__(self, roots: tuple[str, ...], ast_words: tuple[bytes, ...], ast_prefixes: tuple[str, ...],
+                 graph_words: tuple[bytes, ...], graph_prefixes: tuple[str, ...], closure_stop: tuple[str, ...] = (),
+                 name_prefixes: tuple[str, ...] = (), removed: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
+                 exclude_base: str = "", texts: bool = False, statement_roots: tuple[str, ...] = (),
+                 graph_named: tuple[str, ...] = ()) -> None:
+        self.__dict__.update(roots=roots, ast_words=ast_words, ast_prefixes=ast_prefixes, graph_words=graph_words,
+                             graph_prefixes=graph_prefixes, closure_stop=closure_stop, name_prefixes=name_prefixes,
+                             removed=removed, exclude=exclude, exclude_base=exclude_base, texts=texts,
+                             statement_roots=statement_roots, graph_named=graph_named)
 
     @property
     def layout(self):

@@ -16,8 +16,8 @@ import re
 import tokenize
 import unicodedata
 import warnings
-from dataclasses import dataclass
 
+from contracts._record import Record
 from contracts.engine.resolve import resolve_relative
 
 # Files larger than this are not parsed (reported instead). ast needs ~120 bytes of memory per
@@ -28,8 +28,7 @@ MAX_PARSE_BYTES = 4 * 2**20
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?$")
 
 
-@dataclass(frozen=True)
-class ImportRef:
+class ImportRef(Record, frozen=True):
     """One module an import statement (or string) refers to.
 
     `kind`: 'import' (`import a.b`), 'from' (`from a import b`: `imported` is the module `a` or,
@@ -42,24 +41,34 @@ class ImportRef:
     end_line: int
     kind: str
     imported: str
-    name: str | None = None
-    asname: str | None = None
-    level: int = 0
-    lazy: bool = False
-    type_checking: bool = False
-    attr: str | None = None  # 'module:attr' strings: the attr part
+    name: str | None
+    asname: str | None
+    level: int
+    lazy: bool
+    type_checking: bool
+    attr: str | None  # 'module:attr' strings: the attr part
     # Inside a `try:` whose handlers catch ImportError (or anything broader), or a
     # `with suppress(ImportError):`: optional by intent. A function body resets it (it runs later).
-    guarded: bool = False
+    guarded: bool
+
+    def __init__(self, line: int, col: int, end_line: int, kind: str, imported: str, name: str | None = None,
+                 asname: str | None = None, level: int = 0, lazy: bool = False, type_checking: bool = False,
+                 attr: str | None = None, guarded: bool = False) -> None:
+        self.__dict__.update(line=line, col=col, end_line=end_line, kind=kind, imported=imported, name=name,
+                             asname=asname, level=level, lazy=lazy, type_checking=type_checking, attr=attr,
+                             guarded=guarded)
 
 
-@dataclass
-class FileScan:
+class FileScan(Record):
     refs: list[ImportRef]
-    error: str | None = None
+    error: str | None
     # Relative imports that climb above the top-level package: `ImportRef`s whose `imported` is
     # the text as written (`..x`), with `level`.
-    unresolved: list[ImportRef] | None = None
+    unresolved: list[ImportRef] | None
+
+    def __init__(self, refs: list[ImportRef], error: str | None = None,
+                 unresolved: list[ImportRef] | None = None) -> None:
+        self.refs, self.error, self.unresolved = refs, error, unresolved
 
 
 def decode_source(data: bytes) -> str:
