@@ -45,12 +45,16 @@ class PrefixIndex:
         memo = self._memo
         if module in memo:
             return memo[module]
-        rank = self._rank
+        rank, ancestors = self._rank, self._ancestors
         best = None
-        for a in ancestors_or_self(module):
-            r = rank.get(a)
+        name = None
+        for part in module.split("."):  # from the root down (see `longest_of`)
+            name = part if name is None else f"{name}.{part}"
+            r = rank.get(name)
             if r is not None and (best is None or r < rank[best]):
-                best = a
+                best = name
+            if name not in ancestors:
+                break
         memo[module] = best
         return best
 
@@ -59,14 +63,16 @@ class PrefixIndex:
         memo = self._longest
         found = memo.get(module, _UNSEEN)
         if found is _UNSEEN:
-            rank = self._rank
-            found = None
-            name = module
-            while name:
+            # From the root down, as far as a prefix can still lie below: most names the engine
+            # asks about part from every prefix after one or two name parts.
+            rank, ancestors = self._rank, self._ancestors
+            found = name = None
+            for part in module.split("."):
+                name = part if name is None else f"{name}.{part}"
                 if name in rank:
                     found = name
+                if name not in ancestors:
                     break
-                name = name.rpartition(".")[0]
             memo[module] = found
         return found
 
