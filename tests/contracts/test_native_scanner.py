@@ -9,6 +9,9 @@ import os
 import subprocess
 import sys
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from contracts.engine.discover import discover
 from contracts.engine.graph import EdgeScanner
 
@@ -104,3 +107,44 @@ def test_without_a_usable_grimp_a_two_process_run_reads_with_ast_and_finds_the_s
         out[mode] = proc.stdout
     assert out["broken"] == out["whole"]
     assert {"removed-module", "layer", "parse-error"} <= {f[2] for f in json.loads(out["whole"])}
+
+
+# Statements importing names from the kernel package, and the shapes around them that could fool
+# a search for the line grimp reports: the same text earlier (a docstring, another function), a
+# parenthesized list running to the end of the file, indentation, a final line without newline.
+_NAME_PIECES = [
+    "from pkg.k.ops import (\n    a,\n    b,  # why\n)\n",
+    '"""\nfrom pkg.k.ops import (\n"""\n',
+    "def f():\n    from pkg.k.ops import (c,\n        d)\n",
+    "def g():\n    from pkg.k.ops import (c,\n        e)\n",
+    "from pkg.k.ops import x; from pkg.k.ops import (y,\n z)\n",
+    "from pkg.k.ops import \\\n    w\n",
+    "from pkg.k import ops\n",
+    "import pkg.k.ops\n",
+    "\n",
+    "from pkg.k.ops import (p,\n",
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from(_NAME_PIECES), min_size=1, max_size=8), bare_end=st.booleans())
+def test_names_read_off_the_reported_line_on_are_those_of_the_whole_file(tmp_path_factory, pieces, bare_end):
+    from contracts.engine.reading import _names_for
+    from contracts.prefixes import PrefixIndex
+
+    root = tmp_path_factory.mktemp("names")
+    text = "".join(pieces)
+    if bare_end:
+        text = text.rstrip("\n")
+    files = {"pkg/__init__.py": "", "pkg/k/__init__.py": "", "pkg/k/ops/__init__.py": "", "pkg/m.py": text}
+    for rel, body in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(body)
+    disc = discover(str(root), ("pkg",))
+    edges, failed = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")}).scan([disc.by_module["pkg.m"]])
+    if "pkg.m" in failed:
+        return  # not Python: no names to read
+    f = disc.by_module["pkg.m"]
+    index = PrefixIndex(["pkg.k"])
+    # With the file's bytes: the lines from the reported one on; without: every line of the file.
+    assert _names_for(f, edges["pkg.m"], index, text.encode()) == _names_for(f, edges["pkg.m"], index, None)
