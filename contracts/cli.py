@@ -449,7 +449,7 @@ def _render(args, cfg, src: str, result, findings, notes: list[str], quiet: bool
     from contracts._version import __version__
     from contracts.engine.files import read_lines
     from contracts.findings import displayed
-    from contracts.renderers import Report, RuleDoc, render, stats
+    from contracts.renderers import Report, RuleDoc, render
     from contracts.terminal import use_colour
 
     fmt = fmt or args.format
@@ -481,6 +481,8 @@ def _render(args, cfg, src: str, result, findings, notes: list[str], quiet: bool
         source_line=source_line,
     )
     if args.statistics:
+        from contracts.renderers import stats
+
         return stats.render(report, as_json=fmt in ("json", "json-lines"))
     if fmt == "sarif":
         report.rules = {rule.RULE_ID: RuleDoc(**rules.doc(rule)) for rule in rules.ALL}
