@@ -211,6 +211,12 @@ def run(config: Config, src: str, paths: list[str] | None = None,
         return _run(config, src, paths, cache_dir, contract_ids, jobs)
     finally:
         if collecting:
+            if not gc.get_freeze_count():  # (a caller that freezes objects itself keeps them so)
+                # What the run made goes to the oldest generation at once (frozen, then unfrozen
+                # there), not walked by the first collection once enabled (3.3 ms on 0.5.23);
+                # a full collection still looks at it.
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

@@ -306,3 +306,25 @@ def test_a_run_collects_no_garbage_and_leaves_the_collector_as_it_found_it(tree,
     finally:
         (gc.enable if was else gc.disable)()
     assert seen == [False, False]
+
+
+def test_what_a_run_made_is_old_after_it_and_what_the_caller_froze_stays_frozen(tree):
+    """The run's objects go to the oldest generation as it ends (the first collection after it
+    has nothing young to walk); objects the caller froze itself stay frozen."""
+    import gc
+
+    root = tree({"pkg/srt/m.py": "import pkg.jit_kernel.hicache\n"})
+    cfg = config_mod.load(str(root / ".importlinter"))
+    if not gc.isenabled():
+        pytest.skip("the collector is off in this process")
+    result = run(cfg, str(root))
+    young = gc.get_objects(generation=0)
+    assert result not in young and not any(f in young for f in result.findings)
+    assert len(young) < 200, len(young)
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        run(cfg, str(root))
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()
