@@ -101,7 +101,7 @@ def searchable(data: bytes) -> bytes:
     the result is line `n` of the file. Undecodable data is returned as it is.
     """
     encoding = declared_encoding(data)
-    if encoding is None and data.isascii():
+    if encoding is None and (data.isascii() or _non_ascii_stable(data)):
         return data
     try:
         text = data.decode(encoding or "utf-8")
@@ -118,6 +118,25 @@ def searchable(data: bytes) -> bytes:
     # Callers test `is data` to learn whether Python reads other bytes than the file holds
     # (a `# coding: utf-8` declaration changes nothing).
     return data if out == data else out
+
+
+# Every ASCII byte: deleted, what is left of a file is its non-ASCII text.
+_ASCII = bytes(range(128))
+
+
+def _non_ascii_stable(data: bytes) -> bool:
+    """Does NFKC surely leave `data`'s text as it is? Asked of its non-ASCII characters alone
+    (most such files are prose in comments: a few hundred characters in 30 kB), which is enough
+    where none of them is a combining mark: a character NFKC changes by itself is changed
+    among them too, and only a combining mark composes with, or reorders against, the ASCII
+    character before it. A file that is not UTF-8, or holds a mark, is left to the full check
+    (as is one whose characters merely seem to change once put together: that check is exact).
+    (0.5 ms/MB for the deletion, against 1.6 ms/MB to decode and check the whole text.)"""
+    try:
+        rest = data.translate(None, _ASCII).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return unicodedata.is_normalized("NFKC", rest) and not any(map(unicodedata.combining, rest))
 
 
 NUL = b"\0"

@@ -347,3 +347,25 @@ def test_a_file_is_read_for_edges_when_it_may_import_the_kernel_package_not_for_
         assert (f"pkg/srt/{rel}.py", "private-import") in found, rel
     # A syntax error in a file that names nothing checked is left to Python (docs/guarantees.md).
     assert not any(path == "pkg/srt/prose.py" for path, _ in found)
+
+
+# Text NFKC changes, or might change, next to text it leaves alone: compatibility characters,
+# combining marks after ASCII letters (they compose), marks out of order, Hangul jamo, prose.
+_TEXT_PIECES = ["a", "e", "pkg", ".", " ", "\n", "#", "é", "e\u0301", "\u0301", "\u0327\u0301", "\u0301\u0327",
+                "ｐ", "ｋ", "\ufb01", "中文", "，", "\u1100", "\u1161", "A\u030a", "<\u0338", "ᵃ", "Ⅻ", "\u00a0",
+                "😀", "ſ", "\u212a", "\u0345", "\u0e33", "jit_kernel"]
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.sampled_from(_TEXT_PIECES), max_size=12).map("".join),
+       tail=st.sampled_from([b"", b"\xff", b"\xc3", b"# -*- coding: latin-1 -*-\n"]))
+def test_the_shortcut_for_non_ascii_text_answers_as_the_full_check(monkeypatch, text, tail):
+    """`searchable` asks of a non-ASCII file's non-ASCII characters alone whether NFKC leaves it
+    as it is (`scan._non_ascii_stable`); where it says so, the full check agrees."""
+    from contracts.engine import scan
+
+    data = (tail + text.encode()) if tail.startswith(b"#") else text.encode() + tail
+    fast = searchable(data)
+    with monkeypatch.context() as m:
+        m.setattr(scan, "_non_ascii_stable", lambda data: False)
+        assert searchable(data) == fast
