@@ -179,3 +179,20 @@ def test_one_pass_over_the_f_string_starts_finds_what_each_pattern_finds(data):
     expected = any(not window._not_code(data, m.start())
                    for pattern in window._F_STRINGS.values() for m in pattern.finditer(data))
     assert window._f_string_rejects(data, data.translate(window._PREFIX_MAP)) == expected
+
+
+_WORD_PIECES = [b"except", b"xcept", b"type", b"ype", b"tt", b"ee", b" ", b"\t", b",", b":", b"\n", b"a", b"=",
+                b"[", b"(", b"X"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_WORD_PIECES), max_size=14).map(b"".join))
+@example(b"zxcept q except a, b:")  # a match not after the letter covers one of the word's own
+def test_a_word_searched_without_its_first_letter_is_found_where_its_own_pattern_is(data):
+    """`_led` finds what the word's own pattern finds with `finditer`, from a pattern without the
+    word's (common) first letter."""
+    import re
+
+    for pattern, lead in [window._EXCEPT_COMMA, *window._STRICTER_WORDS]:
+        whole = re.compile(re.escape(bytes([lead])) + pattern.pattern if lead is not None else pattern.pattern)
+        assert list(window._led(pattern, lead, data)) == [m.start() for m in whole.finditer(data)]
