@@ -51,9 +51,12 @@ class RemovedPrefilter:
 
     def __init__(self, prefixes) -> None:
         self.index = PrefixIndex(prefixes)
-        self._paths = {
-            root.encode(): re.compile(re.escape(root.encode()) + rb"(?:\.\w+)*") for root in self.index.roots()
-        }
+        # Each root's dotted paths, searched from the root's rarest byte (`_occurrences`).
+        self._paths = {}
+        for root in self.index.roots():
+            word = root.encode()
+            skip = _rarest(word)
+            self._paths[word] = (re.compile(re.escape(word[skip:]) + rb"(?:\.\w+)*"), word[:skip])
         self._kind: dict[bytes, int] = {}
 
     # What a dotted name found in the text is, memoized (a tree names few distinct modules).
@@ -90,21 +93,19 @@ class RemovedPrefilter:
         size = len(data)
         dynamic = None  # does the file call import_module (a relative target names its package)?
         kinds, kind_of = self._kind, self._kind_of
-        for root, pattern in self._paths.items():
+        for root, (pattern, head) in self._paths.items():
             if root not in data:
                 continue
-            for m in pattern.finditer(data):
-                start = m.start()
+            for start, end in _occurrences(pattern, head, data):
                 if start and data[start - 1] in _WORD:
                     continue  # inside a longer name (`my_root`, `x.root`)
-                path = m.group()
+                path = data[start:end]
                 kind = kinds.get(path)
                 if kind is None:
                     kind = kind_of(path)
                 if kind & 1:  # UNDER
                     yield start
                     continue
-                end = m.end()
                 after = data[end] if end < size else 10
                 before = data[start - 1] if start else 10
                 # A name that neither lies under a prefix nor begins one (`kind` 0) stays so
@@ -181,6 +182,43 @@ class RemovedPrefilter:
         if names is None:
             return True
         return any(index.longest_of(f"{base}.{n}") is not None for n in names if n != "*")
+
+
+# Bytes of Python source, the most frequent first (counted over sglang 0.5.23's 68 MB): `re`
+# finds a literal by trying each place its first byte occurs, so a root is searched from its
+# rarest byte on (`glang` for `sglang`: 25.6 against 41.1 ms over the 174-prefix tree's 40 MB).
+_BY_FREQUENCY = (b" etsaroni_l\ndcpfmu.h,g=)(\"k:byvwx-qTN[]E1ASz02CLMP#IORDF`3*/B>V4GK{}U+j86HW5'Q<X;|@Y!%"
+                 b"\\9Z7J&$^~?\t")
+
+
+def _rarest(word: bytes) -> int:
+    """The offset of `word`'s rarest byte in source text (the first of equals; a byte not in
+    `_BY_FREQUENCY` is rarer than any in it)."""
+    def rank(i: int) -> int:
+        at = _BY_FREQUENCY.find(word[i:i + 1])
+        return len(_BY_FREQUENCY) if at < 0 else at
+
+    return max(range(len(word)), key=rank, default=0)
+
+
+def _occurrences(pattern: re.Pattern, head: bytes, data: bytes):
+    """(start, end) of each match of the pattern `head` + `pattern`, as its own `finditer` finds
+    them (one after another, none inside the last), searched for as `pattern`: a match of it not
+    right after `head` is none of `head` + `pattern`'s, and the search goes on inside it."""
+    if not head:
+        for m in pattern.finditer(data):
+            yield m.start(), m.end()
+        return
+    skip = len(head)
+    pos = floor = 0
+    search = pattern.search
+    while (m := search(data, pos)) is not None:
+        start = m.start() - skip
+        if start >= floor and data[start:m.start()] == head:
+            yield start, m.end()
+            pos = floor = m.end()
+        else:
+            pos = m.start() + 1
 
 
 def _line_start(data: bytes, offset: int) -> int:

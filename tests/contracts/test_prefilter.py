@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contracts import config as config_mod
@@ -369,3 +369,21 @@ def test_the_shortcut_for_non_ascii_text_answers_as_the_full_check(monkeypatch, 
     with monkeypatch.context() as m:
         m.setattr(scan, "_non_ascii_stable", lambda data: False)
         assert searchable(data) == fast
+
+
+@settings(max_examples=2000, deadline=None)
+@given(data=st.lists(st.sampled_from([b"sglang", b"glang", b"s", b"g", b"ss", b".", b"x", b"_", b" ", b"\n", b"pkg",
+                                      b"kg", b"p"]), max_size=14).map(b"".join),
+       root=st.sampled_from([b"sglang", b"pkg", b"p", b"gg", b"sgs"]))
+@example(data=b"sgsgs", root=b"sgs")  # the root again, overlapping the last match: not a match
+def test_a_root_searched_from_its_rarest_byte_is_found_where_its_own_pattern_is(data, root):
+    """`_occurrences` finds the dotted paths of a root as the root's own pattern finds them with
+    `finditer`, searching from the root's rarest byte (`_rarest`)."""
+    import re
+
+    from contracts.engine.prefilter import _occurrences, _rarest
+
+    skip = _rarest(root)
+    tail = re.compile(re.escape(root[skip:]) + rb"(?:\.\w+)*")
+    whole = re.compile(re.escape(root) + rb"(?:\.\w+)*")
+    assert list(_occurrences(tail, root[:skip], data)) == [m.span() for m in whole.finditer(data)]
