@@ -254,7 +254,7 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
     for begin, end in windows:
         reduced = _reduce(lines, begin, end, hot_set) if nested else None
         out[begin:end] = lines[begin:end] if reduced is None else reduced
-    if nested and sum(1 for line in out if line) > MAX_KEPT * len(lines):
+    if nested and len(out) - out.count("") > MAX_KEPT * len(lines):  # (the lines kept)
         return None
     first = windows[0][0]
     if first and any(line.strip() and not line.lstrip().startswith("#") for line in lines[:first]):
