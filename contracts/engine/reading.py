@@ -45,7 +45,7 @@ from contracts.engine.records import (
     ScanPlan,
     ref_tuple,
 )
-from contracts.engine.resolve import physical_lines
+from contracts.engine.resolve import line_holding, physical_lines
 
 
 def _ctime_ns(st) -> int:
@@ -494,24 +494,12 @@ def _lines_from(data: bytes, line: int, contents: str):
     """(line `line` of `data`, an iterator of the lines after it: as many as `statement_names`
     reads), where `contents` (the line's text, as grimp reports it) is found on that line; else
     None."""
-    try:
-        needle = contents.strip().encode("utf-8")
-    except UnicodeEncodeError:
+    start = line_holding(data, line, contents)
+    if start is None:
         return None
-    if not needle:
-        return None
-    at = data.find(needle)
-    while at >= 0:
-        start = data.rfind(b"\n", 0, at) + 1
-        row = data.count(b"\n", 0, start) + 1
-        if row == line:
-            end = data.find(b"\n", start)
-            first = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
-            return first, _following(data, end, MAX_STATEMENT_LINES - 1)
-        if row > line:
-            return None
-        at = data.find(needle, data.find(b"\n", at) + 1) if data.find(b"\n", at) >= 0 else -1
-    return None
+    end = data.find(b"\n", start)
+    first = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+    return first, _following(data, end, MAX_STATEMENT_LINES - 1)
 
 
 def _following(data: bytes, end: int, most: int):

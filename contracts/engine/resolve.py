@@ -35,6 +35,32 @@ def is_under(module: str, prefix: str) -> bool:
 _PHYSICAL_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+def line_holding(data: bytes, line: int, text: str) -> int | None:
+    """Where line `line` (1-based) of `data` starts, found by `text`, a piece of that line (the
+    first line of a statement, as grimp reports it): the first occurrence of `text` that lies on
+    that line. None where it lies on no such line, `text` is blank, or the file also breaks lines
+    at \\r (then only the whole file's lines say which is which)."""
+    try:
+        needle = text.strip().encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if not needle or b"\r" in data:
+        return None
+    row, counted = 1, 0  # the line `counted` lies on (counted forward only)
+    at = data.find(needle)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        row += data.count(b"\n", counted, start)
+        counted = start
+        if row == line:
+            return start
+        if row > line:
+            return None
+        end = data.find(b"\n", at)
+        at = data.find(needle, end + 1) if end >= 0 else -1
+    return None
+
+
 def physical_lines(data: bytes) -> list[str]:
     """The lines of `data` as Python numbers them: broken at \\n, \\r and \\r\\n only
     (`str.splitlines` also breaks at form feeds, \\x85 and U+2028)."""

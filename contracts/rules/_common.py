@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contracts.engine.files import read_regular
-from contracts.engine.resolve import physical_lines
+from contracts.engine.resolve import line_holding, physical_lines
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:
@@ -15,8 +15,10 @@ def rel_of(model: Model, module: str) -> str:
     return f.rel if f else module.replace(".", "/") + ".py"
 
 
-def col_of(model: Model, module: str, line: int) -> int:
-    """1-based column of the first non-blank character of `line` in `module`'s file."""
+def col_of(model: Model, module: str, line: int, contents: str | None = None) -> int:
+    """1-based column of the first non-blank character of `line` in `module`'s file. `contents`:
+    a piece of that line (the edge's text, as grimp reports it), by which the line is found
+    without splitting the file up to it (`line_holding`)."""
     f = model.modules.get(module)
     if f is None or line < 1:
         return 1
@@ -27,7 +29,11 @@ def col_of(model: Model, module: str, line: int) -> int:
             data = cache[f.path] = read_regular(f.path)[0]
         except OSError:
             data = cache[f.path] = b""
-    if b"\r" in data:  # Python's line breaks (\r\n, \r, \n): the slow, exact path
+    start = line_holding(data, line, contents) if contents else None
+    if start is not None:
+        end = data.find(b"\n", start)
+        raw = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+    elif b"\r" in data:  # Python's line breaks (\r\n, \r, \n): the slow, exact path
         lines = physical_lines(data)
         raw = lines[line - 1] if line <= len(lines) else ""
     else:  # split only as far as the line: imports are near the top (0.03 s on 0.5.23's findings)
@@ -90,7 +96,7 @@ def first_hop(model, chain) -> tuple[int, int]:
         first = model.__dict__["_first_line"] = {}
         for e in model.edges:
             key = (e.importer, e.imported)
-            if e.line < first.get(key, e.line + 1):
-                first[key] = e.line
-    line = first.get((chain[0], chain[1]), 1)
-    return line, col_of(model, chain[0], line)
+            if e.line < first.get(key, (e.line + 1,))[0]:
+                first[key] = (e.line, e.contents)
+    line, contents = first.get((chain[0], chain[1]), (1, None))
+    return line, col_of(model, chain[0], line, contents)

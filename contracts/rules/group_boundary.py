@@ -84,7 +84,7 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
         if _allowed(table, e.importer, e.imported, used):
             continue
         findings.append(Finding(
-            rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line), RULE_ID,
+            rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line, e.contents), RULE_ID,
             e.importer, e.imported,
             f"group `{g}` imports group `{h}`: `{e.importer}` -> `{e.imported}`; groups may "
             f"share code only through {_shared(spec)} or a reviewed `allowed_imports` line",

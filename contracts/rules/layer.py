@@ -52,7 +52,7 @@ def check(model: Model, spec: LayerSpec) -> list[Finding]:
             if is_under(e.importer, lower) and is_under(e.imported, higher):
                 direct.append(e)
                 findings.append(Finding(
-                    rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line), RULE_ID,
+                    rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line, e.contents), RULE_ID,
                     e.importer, e.imported,
                     f"`{lower}` is a lower layer than `{higher}` and may not import it: "
                     f"`{e.importer}` -> `{e.imported}`",

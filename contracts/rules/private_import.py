@@ -53,7 +53,7 @@ def _private(part: str) -> bool:
 
 def _where(model, e) -> tuple[str, int, int]:
     """(path, line, col) of an edge that becomes a finding (the column reads the file)."""
-    return (rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line))
+    return (rel_of(model, e.importer), e.line, col_of(model, e.importer, e.line, e.contents))
 
 
 def check(model: Model, spec: GroupsSpec) -> list[Finding]:

@@ -163,3 +163,37 @@ def test_graph_findings_count_lines_as_python_does(tree):
     _, data = run_json(root)
     [finding] = [f for f in data["findings"] if f["rule"] == "group-boundary"]
     assert (finding["line"], finding["col"]) == (3, 5)
+
+
+# Lines that repeat (the same statement in two functions, in a docstring, after a `;`), indents of
+# blanks and tabs, non-ASCII and invalid bytes, and a last line without a newline.
+_LINE_PIECES = [b"import os", b"    import os", b"\timport os", b"from a import b", b'"""import os"""',
+                b"x = 1; import os", b"  # from a import b", b"", b"\xc3\xa9 = 1", b"\xff", b"    \xe2\x80\x83y"]
+
+
+def test_the_column_found_by_the_edge_text_is_the_one_the_lines_give(tmp_path):
+    """`col_of` finds a line by a piece of its text (`line_holding`) where it can; it gives the
+    column that splitting the file into lines gives, on every line, for any piece of it."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from contracts.engine.discover import Discovery, SourceFile
+    from contracts.engine.model import Model
+    from contracts.rules._common import col_of
+
+    path = tmp_path / "m.py"
+
+    @settings(max_examples=400, deadline=None)
+    @given(lines=st.lists(st.sampled_from(_LINE_PIECES), min_size=1, max_size=10), bare=st.booleans())
+    def check(lines, bare):
+        data = b"\n".join(lines) + (b"" if bare else b"\n")
+        path.write_bytes(data)
+        f = SourceFile(str(path), "m.py", "m", False, 0, len(data))
+        for n, raw in enumerate(lines, 1):
+            text = raw.decode("utf-8", "replace").strip()
+            for piece in {text, text[:6], text[-4:]}:
+                fresh = Model(src=str(tmp_path), discovery=Discovery(src=str(tmp_path), files=[f]))
+                plain = Model(src=str(tmp_path), discovery=Discovery(src=str(tmp_path), files=[f]))
+                assert col_of(fresh, "m", n, piece) == col_of(plain, "m", n), (data, n, piece)
+
+    check()
