@@ -33,7 +33,7 @@ import codecs
 import re
 
 from contracts.engine.graph import names_from_text
-from contracts.engine.resolve import resolve_relative
+from contracts.engine.resolve import matches_after, resolve_relative
 from contracts.prefixes import PrefixIndex
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") | frozenset(range(128, 256))
@@ -51,7 +51,7 @@ class RemovedPrefilter:
 
     def __init__(self, prefixes) -> None:
         self.index = PrefixIndex(prefixes)
-        # Each root's dotted paths, searched from the root's rarest byte (`_occurrences`).
+        # Each root's dotted paths, searched from the root's rarest byte (`resolve.matches_after`).
         self._paths = {}
         for root in self.index.roots():
             word = root.encode()
@@ -96,7 +96,7 @@ class RemovedPrefilter:
         for root, (pattern, head) in self._paths.items():
             if root not in data:
                 continue
-            for start, end in _occurrences(pattern, head, data):
+            for start, end in matches_after(pattern, head, data):
                 if start and data[start - 1] in _WORD:
                     continue  # inside a longer name (`my_root`, `x.root`)
                 path = data[start:end]
@@ -199,26 +199,6 @@ def _rarest(word: bytes) -> int:
         return len(_BY_FREQUENCY) if at < 0 else at
 
     return max(range(len(word)), key=rank, default=0)
-
-
-def _occurrences(pattern: re.Pattern, head: bytes, data: bytes):
-    """(start, end) of each match of the pattern `head` + `pattern`, as its own `finditer` finds
-    them (one after another, none inside the last), searched for as `pattern`: a match of it not
-    right after `head` is none of `head` + `pattern`'s, and the search goes on inside it."""
-    if not head:
-        for m in pattern.finditer(data):
-            yield m.start(), m.end()
-        return
-    skip = len(head)
-    pos = floor = 0
-    search = pattern.search
-    while (m := search(data, pos)) is not None:
-        start = m.start() - skip
-        if start >= floor and data[start:m.start()] == head:
-            yield start, m.end()
-            pos = floor = m.end()
-        else:
-            pos = m.start() + 1
 
 
 def _line_start(data: bytes, offset: int) -> int:

@@ -35,6 +35,28 @@ def is_under(module: str, prefix: str) -> bool:
 _PHYSICAL_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+def matches_after(pattern: re.Pattern, head: bytes, data: bytes):
+    """(start, end) of each match of the pattern `head` + `pattern`, as that pattern's own
+    `finditer` finds them (one after another, none inside the last), searched for as `pattern`:
+    `re` looks for a literal by its first byte, and leaving out common leading bytes (`s` of
+    `sglang`, `e` of `except`) finds a match sooner. A match of `pattern` not right after `head`
+    is none of the whole pattern's, and the search goes on inside it."""
+    if not head:
+        for m in pattern.finditer(data):
+            yield m.start(), m.end()
+        return
+    skip = len(head)
+    pos = floor = 0
+    search = pattern.search
+    while (m := search(data, pos)) is not None:
+        start = m.start() - skip
+        if start >= floor and data[start:m.start()] == head:
+            yield start, m.end()
+            pos = floor = m.end()
+        else:
+            pos = m.start() + 1
+
+
 def line_holding(data: bytes, line: int, text: str) -> int | None:
     """Where line `line` (1-based) of `data` starts, found by `text`, a piece of that line (the
     first line of a statement, as grimp reports it): the first occurrence of `text` that lies on

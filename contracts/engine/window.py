@@ -35,6 +35,7 @@ import bisect
 import re
 import sys
 
+from contracts.engine.resolve import matches_after
 from contracts.engine.scan import decode_source, hot_lines, searchable
 
 # Below this many bytes a whole parse costs less than finding the statements (~1 ms).
@@ -78,18 +79,18 @@ _STRICTER_BYTES = (  # searched with `in` (memchr): 10x faster than a pattern's 
 )
 # Patterns of a word, where the match must start a token (checked by hand: a look-behind would
 # cost `re` its fast literal search), as (the pattern without the word's first letter, that
-# letter) or (the pattern, None): `re` looks for a literal's first byte, and a rare one is found
-# faster (`xcept` 0.48 against `except` 1.11 ms/MB, `ype` 0.49 against `type` 0.87; `_led`).
+# letter): `re` looks for a literal's first byte, and a rare one is found faster (`xcept` 0.48
+# against `except` 1.11 ms/MB, `ype` 0.49 against `type` 0.87; `resolve.matches_after`).
 _STRICTER_WORDS = []
 # `except A, B:` (Python 2, and 3.14's unparenthesized form): a clause starts its line, so the
 # word in prose (`... except the final one, ...`) is no reason to parse a whole large file.
-_EXCEPT_COMMA = (re.compile(rb"xcept[ \t]+[^:\n(\[]*,"), ord("e"))
+_EXCEPT_COMMA = (re.compile(rb"xcept[ \t]+[^:\n(\[]*,"), b"e")
 _F_STRINGS: dict[bytes, re.Pattern] = {}  # the prefix as written -> what follows it
 if sys.version_info < (3, 12):
     _STRICTER_WORDS += [
-        (re.compile(rb"ype[ \t]+\w+[ \t]*[\[=]"), ord("t")),  # PEP 695 `type X = ...`
-        (re.compile(rb"def[ \t]+\w+[ \t]*\["), None),  # PEP 695 generics
-        (re.compile(rb"class[ \t]+\w+[ \t]*\["), None),
+        (re.compile(rb"ype[ \t]+\w+[ \t]*[\[=]"), b"t"),  # PEP 695 `type X = ...`
+        (re.compile(rb"def[ \t]+\w+[ \t]*\["), b""),  # PEP 695 generics
+        (re.compile(rb"class[ \t]+\w+[ \t]*\["), b""),
     ]
     # PEP 701 f-strings: the same quote, a backslash or a comment inside a replacement field
     # (passing over literal text, `{{`, and whole fields, `{a}` or `{a:{w}}`: a brace escaped
@@ -123,11 +124,11 @@ def python_alone_rejects(data: bytes) -> bool:
     whole; the shapes above that are surely prose are passed over.)"""
     if any(b in data for b in _STRICTER_BYTES):
         return True
-    for start in _led(*_EXCEPT_COMMA, data):
+    for start, _ in matches_after(*_EXCEPT_COMMA, data):
         if not data[data.rfind(b"\n", 0, start) + 1:start].strip(b" \t\f"):
             return True
     for pattern, lead in _STRICTER_WORDS:
-        for start in _led(pattern, lead, data):
+        for start, _ in matches_after(pattern, lead, data):
             if (start == 0 or data[start - 1] not in _NOT_TOKEN_START) and not _not_code(data, start):
                 return True
     if not (_F_STRINGS or _T_STRINGS):
@@ -142,26 +143,6 @@ def python_alone_rejects(data: bytes) -> bool:
                 return True
             at = mapped.find(b't"', at + 1)
     return False
-
-
-def _led(pattern: re.Pattern, lead: int | None, data: bytes):
-    """Where the matches of the word's own pattern start, as its `finditer` finds them, from
-    `pattern`, the same without the word's first letter `lead` (None: `pattern` is the word's
-    own). A match not after `lead` is no match of the word's pattern: the search goes on inside
-    it, where that one's would."""
-    if lead is None:
-        for m in pattern.finditer(data):
-            yield m.start()
-        return
-    pos = 0
-    search = pattern.search
-    while (m := search(data, pos)) is not None:
-        start = m.start() - 1
-        if start >= 0 and data[start] == lead:
-            yield start
-            pos = m.end()
-        else:
-            pos = m.start() + 1
 
 
 def _f_string_rejects(data: bytes, mapped: bytes) -> bool:

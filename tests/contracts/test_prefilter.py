@@ -377,13 +377,14 @@ def test_the_shortcut_for_non_ascii_text_answers_as_the_full_check(monkeypatch, 
        root=st.sampled_from([b"sglang", b"pkg", b"p", b"gg", b"sgs"]))
 @example(data=b"sgsgs", root=b"sgs")  # the root again, overlapping the last match: not a match
 def test_a_root_searched_from_its_rarest_byte_is_found_where_its_own_pattern_is(data, root):
-    """`_occurrences` finds the dotted paths of a root as the root's own pattern finds them with
+    """`matches_after` finds the dotted paths of a root as the root's own pattern finds them with
     `finditer`, searching from the root's rarest byte (`_rarest`)."""
     import re
 
-    from contracts.engine.prefilter import _occurrences, _rarest
+    from contracts.engine.prefilter import _rarest
+    from contracts.engine.resolve import matches_after
 
     skip = _rarest(root)
     tail = re.compile(re.escape(root[skip:]) + rb"(?:\.\w+)*")
     whole = re.compile(re.escape(root) + rb"(?:\.\w+)*")
-    assert list(_occurrences(tail, root[:skip], data)) == [m.span() for m in whole.finditer(data)]
+    assert list(matches_after(tail, root[:skip], data)) == [m.span() for m in whole.finditer(data)]

@@ -189,10 +189,12 @@ _WORD_PIECES = [b"except", b"xcept", b"type", b"ype", b"tt", b"ee", b" ", b"\t",
 @given(st.lists(st.sampled_from(_WORD_PIECES), max_size=14).map(b"".join))
 @example(b"zxcept q except a, b:")  # a match not after the letter covers one of the word's own
 def test_a_word_searched_without_its_first_letter_is_found_where_its_own_pattern_is(data):
-    """`_led` finds what the word's own pattern finds with `finditer`, from a pattern without the
+    """`matches_after` finds what the word's own pattern finds with `finditer`, from a pattern without the
     word's (common) first letter."""
     import re
 
+    from contracts.engine.resolve import matches_after
+
     for pattern, lead in [window._EXCEPT_COMMA, *window._STRICTER_WORDS]:
-        whole = re.compile(re.escape(bytes([lead])) + pattern.pattern if lead is not None else pattern.pattern)
-        assert list(window._led(pattern, lead, data)) == [m.start() for m in whole.finditer(data)]
+        whole = re.compile(re.escape(lead) + pattern.pattern)
+        assert list(matches_after(pattern, lead, data)) == [m.span() for m in whole.finditer(data)]
