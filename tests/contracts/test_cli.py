@@ -175,3 +175,44 @@ def test_both_faces_fail_on_an_injected_violation(repo_copy, rel):
     paths = {f["path"] for f in json.loads(ours.stdout)["findings"]}
     assert rel in paths
     assert rel in lint.stdout.replace("\n", "")
+
+
+_LEAVE = """
+import atexit, sys, threading, time
+from contracts import cli
+
+class Torn:
+    def __del__(self):
+        sys.stderr.write("torn down")
+
+kept = Torn()  # a module global: freed only by the interpreter's teardown
+atexit.register(lambda: open(sys.argv[1], "a").write("handler ran;"))
+if sys.argv[2] == "thread":
+    def late():
+        time.sleep(0.3)
+        open(sys.argv[1], "a").write("thread done;")
+    threading.Thread(target=late).start()
+sys.stdout.write("x" * 100000)  # still in the buffer
+sys.stderr.write("err;")
+cli._leave(3)
+print("not reached")
+"""
+
+
+@pytest.mark.parametrize("mode", ["alone", "thread"])
+def test_the_exit_flushes_the_output_runs_the_exit_handlers_and_keeps_the_code(tmp_path, mode):
+    """`entry` leaves without the interpreter's teardown (`cli._leave`), as a normal exit would
+    otherwise: the output flushed, `atexit` handlers run, the code kept; a thread still running
+    is waited for (the interpreter exits then)."""
+    marker = tmp_path / "marker"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _LEAVE, str(marker), mode], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "x" * 100000
+    assert proc.stderr.startswith("err;")
+    if mode == "alone":
+        assert marker.read_text() == "handler ran;"
+        assert "torn down" not in proc.stderr  # no teardown: the objects were not freed one by one
+    else:
+        assert marker.read_text() == "thread done;handler ran;"
