@@ -61,6 +61,7 @@ def test_threaded_scan_equals_the_serial_one(tree, monkeypatch):
     root = tree(_generated(tree))
     cfg = config_mod.load(str(root / ".importlinter"))
     monkeypatch.setattr(reading_mod, "_BATCH", 7)  # many batches, submitted while files are read
+    monkeypatch.setattr(reading_mod, "_BATCH_BYTES", 1 << 10)
     threaded = _summary(run(cfg, str(root)))
     monkeypatch.setattr(reading_mod, "_Background", _Serial)
     serial = _summary(run(cfg, str(root)))
