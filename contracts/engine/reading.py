@@ -293,22 +293,30 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
     if not (plan.ast_words or plan.graph_words or plan.ast_prefixes or plan.graph_prefixes or plan.removed):
         return 0, None  # nothing to look for (a plan for the text-reading rules alone)
     module = f.module
+    found = None  # the mentions of `hay` both prefilters search for, found once (`Mentions`)
 
     def names_graph(text: bytes) -> bool:
-        return any(w in text for w in plan.graph_words) and (
-            graph_prefilter is None or graph_prefilter.any_hot(text, module, f.is_package))
+        if graph_prefilter is None:
+            return any(w in text for w in plan.graph_words)
+        # (the prefilter first: it reads the mentions the other prefilter found too, where the
+        # word would be one more search of the whole text, and the word is rare once it hits)
+        return graph_prefilter.any_hot(text, module, f.is_package, found) and any(w in text for w in plan.graph_words)
 
     under_ast = plan.ast_index.longest_of(module) is not None
     under_graph = plan.graph_index.longest_of(module) is not None
     # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers); for
     # ASCII source without a declaration (nearly every file) that is `data` itself, at once.
     hay = searchable(data)
+    if prefilter is not None and graph_prefilter is not None:
+        from contracts.engine.prefilter import Mentions
+
+        found = Mentions(hay)
     # A module under a graph prefix is a graph file whatever it names; its bytes are searched
     # only where the DECODED test below compares what the bytes and the text name.
     raw_graph = under_graph if under_graph and hay is data else names_graph(data)
     graph_hit = raw_graph or under_graph
     if prefilter is not None:
-        lines = prefilter.hot_lines(hay, module, f.is_package)
+        lines = prefilter.hot_lines(hay, module, f.is_package, found)
         ast_hit = bool(lines) or under_ast
         decoded = False
         if hay is not data:

@@ -299,7 +299,7 @@ def test_release_shaped_tree_count_is_pinned_and_equals_an_all_hot_run(tmp_path,
     assert written == 537 and len(found) == 537
 
     class AllHot:  # every line of every file is hot: the whole file goes through ast
-        def hot_lines(self, data, module, is_package):
+        def hot_lines(self, data, module, is_package, found=None):
             return list(range(1, data.count(b"\n") + 2))
 
     monkeypatch.setattr(reading_mod, "prefilter_for", lambda plan: AllHot())
@@ -388,3 +388,27 @@ def test_a_root_searched_from_its_rarest_byte_is_found_where_its_own_pattern_is(
     tail = re.compile(re.escape(root[skip:]) + rb"(?:\.\w+)*")
     whole = re.compile(re.escape(root) + rb"(?:\.\w+)*")
     assert list(matches_after(tail, root[:skip], data)) == [m.span() for m in whole.finditer(data)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=source(), place=st.sampled_from(PLACES), crlf=st.booleans(),
+       other=st.sampled_from([("pkg.srt",), ("pkg.a", "pkg.kept"), ("pkg",), ("other.x", "pkg.olden")]))
+def test_prefilters_sharing_the_mentions_of_a_text_answer_as_each_alone(data, place, crlf, other):
+    """The removed modules' prefilter and the kernel package's read each file's mentions of their
+    roots and its relative imports once (`Mentions`), whichever asks first: the same hot lines
+    and the same `any_hot` as each searching the text itself."""
+    from contracts.engine.prefilter import Mentions
+
+    module, is_package = place
+    text = searchable(data.replace(b"\n", b"\r\n") if crlf else data)
+    removed, graph = RemovedPrefilter(PREFIXES), RemovedPrefilter(other)
+    for first_graph in (False, True):
+        found = Mentions(text)
+        if first_graph:
+            hot_graph = graph.any_hot(text, module, is_package, found)
+        lines = removed.hot_lines(text, module, is_package, found)
+        if not first_graph:
+            hot_graph = graph.any_hot(text, module, is_package, found)
+        assert lines == removed.hot_lines(text, module, is_package)
+        assert hot_graph == graph.any_hot(text, module, is_package)
+        assert graph.hot_lines(text, module, is_package, found) == graph.hot_lines(text, module, is_package)
