@@ -121,6 +121,8 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
         texts=bool(missing),
         statement_roots=_statement_roots(config, missing),
         graph_named=tuple(sorted(graph_named)),
+        narrow=bool(graph_named and stop) and not any(
+            getattr(spec, "ignore_imports", ()) for spec in (*removed, *groups, *layers, *missing)),
     )
 
 

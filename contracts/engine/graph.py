@@ -85,6 +85,42 @@ class EdgeScanner:
         self._native_args = None
         self._basic = None
         self._native_broken = False
+        self._within: dict = {}  # PrefixIndex -> the known modules under it (`scan_into`)
+
+    def scan_into(self, files: list[SourceFile], index, decoded=frozenset()
+                  ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
+        """`scan(files)`, keeping only the edges into the packages of `index` (a `PrefixIndex`),
+        the scanner told of those packages' modules and of `files` alone: an import resolves to a
+        module of those packages as it does against the whole tree (the module or its parent,
+        both under the package), and the rest of the tree is neither described nor resolved
+        against. On 0.5.23's 513 files outside the kernel package that may import it: 0.260 ->
+        0.236 s in one thread, the same edges into it."""
+        native, others = [], []
+        for f in files:
+            (native if self._native_ok(f, decoded) else others).append(f)
+        edges: dict[str, list[tuple]] = {}
+        failed: dict[str, str] = {}
+        if native and not self._native_broken:
+            within = self._within.get(index)
+            if within is None:
+                within = self._within[index] = {m: f for m, f in self.known.items() if index.longest_of(m) is not None}
+            try:
+                edges.update(self._native(native, failed, args=self._arguments({**within, **{f.module: f for f in native}})))
+            except Exception:  # pragma: no cover - depends on grimp internals; the whole scan is exact
+                self._native_broken = True
+                others = others + native
+        else:
+            others = others + native
+        if others:
+            rest = self.scan(others, decoded)
+            edges.update(rest[0])
+            failed.update(rest[1])
+        return ({m: [e for e in found if index.longest_of(e[0]) is not None] for m, found in edges.items()},
+                failed)
+
+    def _native_ok(self, f: SourceFile, decoded) -> bool:
+        return (_identifier_module(f.module) and _named_as_found(f) and f.module not in decoded
+                and not self._too_deep(f))
 
     def scan(self, files: list[SourceFile], decoded=frozenset(), syntax_only: bool = False
              ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
@@ -102,9 +138,7 @@ class EdgeScanner:
         failed: dict[str, str] = {}
         native, others = [], []
         for f in files:
-            native_ok = (_identifier_module(f.module) and _named_as_found(f) and f.module not in decoded
-                         and not self._too_deep(f))
-            (native if native_ok else others).append(f)
+            (native if self._native_ok(f, decoded) else others).append(f)
         if native and not self._native_broken:
             try:
                 edges.update(self._native(native, failed, syntax_only))
@@ -163,9 +197,9 @@ class EdgeScanner:
             self._basic = rust.RealBasicFileSystem()
         return rust, module_file, packages, self._basic
 
-    def _native(self, files: list[SourceFile], failed: dict[str, str], syntax_only: bool = False
+    def _native(self, files: list[SourceFile], failed: dict[str, str], syntax_only: bool = False, args=None
                 ) -> dict[str, list[tuple]]:
-        rust, module_file, packages, basic = self._alone(files) if syntax_only else self._setup()
+        rust, module_file, packages, basic = args or (self._alone(files) if syntax_only else self._setup())
         # By name, not a set of grimp's dataclasses: hashing and sorting those costs 0.8 s at 50k files.
         todo = {f.module: module_file[f.module] for f in files if f.module in module_file}
         result: dict[str, list[tuple]] = {}

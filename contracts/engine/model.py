@@ -254,8 +254,12 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
             touched.add(rel)
     decoded |= {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & DECODED}
     leftover = [f for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH and needs_edges(f)]
-    if leftover:
-        add_edges(leftover, *scanner.scan(leftover, decoded))
+    whole = [f for f in leftover if not plan.narrow_file(f.module, records[f.rel][FLAGS])]
+    if whole:
+        add_edges(whole, *scanner.scan(whole, decoded))
+    if len(whole) < len(leftover):
+        narrow = [f for f in leftover if plan.narrow_file(f.module, records[f.rel][FLAGS])]
+        add_edges(narrow, *scanner.scan_into(narrow, plan.named_index, decoded))
 
     phases["merge"] = time.perf_counter() - clock
     clock = time.perf_counter()

@@ -9,7 +9,9 @@ whole file, so a syntax error anywhere in it is still reported. Any import of a 
 `pkg.kernels` from outside `pkg/kernels/` contains the word `kernels`, and the same prefilter,
 asked for `pkg.kernels`, tells such an import from `triton_kernels`, `self.kernels` or prose (on
 0.5.23, 516 of the 778 files outside the package that hold the word: 16.4 of 22.4 MB): those
-files get their edges from grimp's scanner, in one call once the part's files are read (`_BATCH`).
+files get their edges from grimp's scanner, in one call once the part's files are read (`_BATCH`);
+those of a higher layer (375 of them on 0.5.23, in `sglang/srt`), in another call, for their
+edges into the package alone (`ScanPlan.narrow`).
 
 `scan_part` does this for the chunks of files it is given (`workers.py` hands them out) and
 returns plain records (`records.py`), which the build (`model.py`) merges in walk order.
@@ -148,8 +150,21 @@ def scan_part(context: PartContext, chunks) -> Part:
     # more than `_BATCH_BYTES` (see there). A file asked about for its syntax alone is scanned
     # with its chunk, in a call told of those files only.
     batch_size = _BATCH
-    batch: list[SourceFile] = []
-    batch_bytes = 0
+    # The graph files waiting for it: those that keep every edge, and those that keep only their
+    # edges into the kernel package (`ScanPlan.narrow`), scanned apart (`EdgeScanner.scan_into`).
+    batches: dict[bool, list[SourceFile]] = {False: [], True: []}
+    held = {False: 0, True: 0}
+
+    def to_scan(f: SourceFile, flags: int) -> None:
+        narrow = plan.narrow_file(f.module, flags)
+        batches[narrow].append(f)
+        held[narrow] += f.size
+
+    def submit(at_least: int) -> None:
+        for narrow in (False, True):
+            if len(batches[narrow]) >= min(at_least, batch_size) or held[narrow] >= _BATCH_BYTES:
+                background.submit(batches[narrow], decoded, into=plan.named_index if narrow else None)
+                batches[narrow], held[narrow] = [], 0
     syntax: list[SourceFile] = []
     texts: dict[str, bytes] = {}
     by_rel: dict[str, SourceFile] = {}
@@ -183,8 +198,7 @@ def scan_part(context: PartContext, chunks) -> Part:
                 if entry is not None and entry[DIGEST] is not None and digest == entry[DIGEST]:
                     records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
                     if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
-                        batch.append(f)  # an earlier run stopped before its edges
-                        batch_bytes += f.size
+                        to_scan(f, entry[FLAGS])  # an earlier run stopped before its edges
                     continue
                 flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter)
                 if flags & AST:
@@ -194,14 +208,11 @@ def scan_part(context: PartContext, chunks) -> Part:
                     decoded.add(f.module)
                 if flags & GRAPH:
                     texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
-                    batch.append(f)  # its edges
-                    batch_bytes += f.size
+                    to_scan(f, flags)  # its edges
                 elif flags & AST:
                     syntax.append(f)  # grimp's check of the whole file's syntax
                 records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
-            if len(batch) >= batch_size or batch_bytes >= _BATCH_BYTES:
-                background.submit(batch, decoded)
-                batch, batch_bytes = [], 0
+            submit(batch_size)  # (a part whose graph files hold more than `_BATCH_BYTES`)
             if syntax:
                 background.submit(syntax, decoded, syntax_only=True)
                 syntax = []
@@ -214,7 +225,7 @@ def scan_part(context: PartContext, chunks) -> Part:
             # the last chunk is the last scans alone.
             for files, edges, failed in background.ready():
                 settle(files, edges, failed)
-        background.submit(batch, decoded)
+        submit(1)  # what is left, after the last chunk
         for files, edges, failed in background.results():
             settle(files, edges, failed)
     finally:
@@ -399,7 +410,8 @@ class _Background:
         self.todo = None
         self.done: list[tuple] = []  # (True, files, the scan's answer) or (False, files, what it raised)
 
-    def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False) -> None:
+    def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False, into=None) -> None:
+        """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for."""
         if not files:
             return
         if self.thread is None:
@@ -409,12 +421,14 @@ class _Background:
             self.todo = queue.SimpleQueue()
             self.thread = threading.Thread(target=self._work, name="namespace-lint-scan", daemon=True)
             self.thread.start()
-        self.todo.put((list(files), frozenset(decoded), syntax_only))
+        self.todo.put((list(files), frozenset(decoded), syntax_only, into))
 
     def _work(self) -> None:
         while (job := self.todo.get()) is not None:
             try:
-                self.done.append((True, job[0], self.scanner.scan(*job)))
+                files, decoded, syntax_only, into = job
+                self.done.append((True, files, self.scanner.scan(files, decoded, syntax_only) if into is None
+                                  else self.scanner.scan_into(files, into, decoded)))
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
                 self.done.append((False, job[0], e))
 

@@ -22,7 +22,7 @@ MAX_READ_BYTES = 64 * 2**20
 # `parse-error` (it was never looked at).
 UNREADABLE = "cannot read"
 
-SCAN_VERSION = "8"  # 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
+SCAN_VERSION = "9"  # 9: a higher layer's files naming the kernel package keep only their edges into it (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
 # A record, one per file (a list of plain values): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
@@ -57,16 +57,22 @@ class ScanPlan(Record, frozen=True):
     # may name a module under one of these (`triton_kernels`, `self.kernels`, prose are not).
     # Empty: the word alone decides.
     graph_named: tuple[str, ...]
+    # A file in a `closure_stop` package (a higher layer) that is a graph file only because it
+    # may name `graph_named` keeps only its edges into `graph_named`: the closure never enters
+    # it, and no rule reads its other imports (the operator groups' read imports into the kernel
+    # package; a layer's, those of its lower layers' modules). Off where a contract has
+    # `ignore_imports`: a line there may name any import, and whether it matches one is reported.
+    narrow: bool
 
     def __init__(self, roots: tuple[str, ...], ast_words: tuple[bytes, ...], ast_prefixes: tuple[str, ...],
                  graph_words: tuple[bytes, ...], graph_prefixes: tuple[str, ...], closure_stop: tuple[str, ...] = (),
                  name_prefixes: tuple[str, ...] = (), removed: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
                  exclude_base: str = "", texts: bool = False, statement_roots: tuple[str, ...] = (),
-                 graph_named: tuple[str, ...] = ()) -> None:
+                 graph_named: tuple[str, ...] = (), narrow: bool = False) -> None:
         self.__dict__.update(roots=roots, ast_words=ast_words, ast_prefixes=ast_prefixes, graph_words=graph_words,
                              graph_prefixes=graph_prefixes, closure_stop=closure_stop, name_prefixes=name_prefixes,
                              removed=removed, exclude=exclude, exclude_base=exclude_base, texts=texts,
-                             statement_roots=statement_roots, graph_named=graph_named)
+                             statement_roots=statement_roots, graph_named=graph_named, narrow=narrow)
 
     @property
     def layout(self):
@@ -94,6 +100,17 @@ class ScanPlan(Record, frozen=True):
     @cached_property
     def stop_index(self) -> PrefixIndex:
         return PrefixIndex(self.closure_stop)
+
+    @cached_property
+    def named_index(self) -> PrefixIndex:
+        return PrefixIndex(self.graph_named)
+
+    def narrow_file(self, module: str, flags: int) -> bool:
+        """Does the graph file `module` (a record's `flags`) keep only its edges into
+        `graph_named` (see `narrow`)? Not a file under a graph prefix, one `ast` reads for the
+        removal rules, or one read otherwise than its bytes (DECODED)."""
+        return (self.narrow and not flags & (AST | DECODED) and self.graph_index.longest_of(module) is None
+                and self.stop_index.longest_of(module) is not None)
 
 
 def ref_tuple(r) -> tuple:

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -148,3 +149,111 @@ def test_names_read_off_the_reported_line_on_are_those_of_the_whole_file(tmp_pat
     index = PrefixIndex(["pkg.k"])
     # With the file's bytes: the lines from the reported one on; without: every line of the file.
     assert _names_for(f, edges["pkg.m"], index, text.encode()) == _names_for(f, edges["pkg.m"], index, None)
+
+
+# Files of the higher layer (`pkg.srt`, no `__init__.py`) naming the kernel package in every form
+# the rules read, and the shapes around them: each keeps only its edges into the package.
+_HIGHER = {
+    "pkg/srt/a.py": "from pkg.kernels.ops.kvcache.hicache import _private_helper, transfer\nimport pkg.srt.b\n",
+    "pkg/srt/b.py": "import pkg.kernels.ops.gemm.fused_a_gemm as g\nfrom pkg.srt import a\n",
+    "pkg/srt/c.py": "def lazy():\n    from pkg.kernels.ops import (\n        gemm,\n        nosuchgroup,\n    )\n",
+    "pkg/srt/d.py": "from ..kernels.ops.layernorm import norm\n",  # relative, from a namespace directory
+    "pkg/srt/e.py": "from pkg.kernels.ops.layernorm.norm import rmsnorm\ndef f(:\n",  # a syntax error
+    "pkg/srt/f.py": "from pkg import kernels\nfrom pkg.kernels.ops.unknown import x\n",
+    "pkg/srt/g.py": "# -*- coding: latin-1 -*-\nfrom pkg.kernels.ops.kvcache.hicache import _private_helper\n",
+    "pkg/srt/h.py": "from pkg.jit_kernel import hicache\nfrom pkg.kernels.ops.gemm import fused_a_gemm\n",
+    "pkg/srt/i.py": "if True:\n    import pkg.kernels.ops.kvcache.hicache, pkg.srt.a\n",
+    "pkg/kernels/ops/gemm/uses_srt.py": "from pkg.srt import a\n",
+    # A middle layer (with `_THREE_LAYERS`): above the kernels, below the runtime, so its own
+    # imports of the runtime are findings; it keeps every edge.
+    "pkg/mid/__init__.py": "",
+    "pkg/mid/x.py": "from pkg.kernels.ops.gemm import fused_a_gemm\nimport pkg.srt.a\n",
+}
+
+
+def _findings(root, cfg):
+    from contracts.check import run
+
+    return sorted((f.path, f.line, f.col, f.rule, f.imported, f.message) for f in run(cfg, str(root), jobs=1).findings)
+
+
+@pytest.mark.parametrize("three_layers", [False, True])
+def test_a_higher_layers_files_keep_their_edges_into_the_kernel_package_with_the_same_findings(tree, monkeypatch,
+                                                                                               three_layers):
+    """`ScanPlan.narrow`: the files of `pkg.srt` that may name `pkg.kernels` are scanned for
+    their imports of it alone (`EdgeScanner.scan_into`), and the findings are those of a scan of
+    every edge: private imports, unknown groups, names over several lines, a relative import, a
+    syntax error, a declared encoding, a removed module beside it, a chain through the layer."""
+    from contracts import config as config_mod
+    from contracts.check import plan_for
+    from contracts.engine import records
+
+    from .conftest import BASE_CONFIG
+
+    config = BASE_CONFIG.replace("    pkg.srt\n    pkg.kernels\n", "    pkg.srt\n    pkg.mid\n    pkg.kernels\n") \
+        if three_layers else BASE_CONFIG
+    root = tree(_HIGHER, config=config)
+    cfg = config_mod.load(str(root / ".importlinter"))
+    plan = plan_for(cfg)
+    assert plan.narrow
+    assert plan.narrow_file("pkg.mid.x", records.GRAPH) is False
+    assert plan.narrow_file("pkg.srt.a", records.GRAPH) and not plan.narrow_file("pkg.kernels.ops.gemm", records.GRAPH)
+    assert not plan.narrow_file("pkg.srt.h", records.GRAPH | records.AST)
+    narrowed = _findings(root, cfg)
+    monkeypatch.setattr(records.ScanPlan, "narrow_file", lambda self, module, flags: False)
+    assert narrowed == _findings(root, cfg)
+    rules = {f[3] for f in narrowed}
+    assert {"private-import", "parse-error", "removed-module", "layer"} <= rules
+    assert "pkg/srt/a.py" in {f[0] for f in narrowed if f[3] == "private-import"}
+    if three_layers:
+        assert any(f[0] == "pkg/mid/x.py" and f[3] == "layer" and f[4] == "pkg.srt.a" for f in narrowed)
+    assert any(f[0] == "pkg/srt/e.py" and f[3] == "parse-error" for f in narrowed)
+
+
+def test_no_file_is_narrowed_where_a_contract_ignores_imports_or_no_layer_stops_the_closure(tree):
+    from contracts import config as config_mod
+    from contracts.check import plan_for
+
+    from .conftest import BASE_CONFIG
+
+    ignoring = BASE_CONFIG.replace("    pkg.jit_kernel\nreplacements", "    pkg.jit_kernel\nignore_imports =\n    pkg.srt.a -> pkg.srt.b\nreplacements")
+    assert "ignore_imports" in ignoring
+    no_layer = BASE_CONFIG.split("[importlinter:contract:layer]")[0]
+    for text, narrow in ((BASE_CONFIG, True), (ignoring, False), (no_layer, False)):
+        root = tree(config=text)
+        assert plan_for(config_mod.load(str(root / ".importlinter"))).narrow is narrow
+
+
+_INTO_PIECES = [
+    "from pkg.k.ops import a, b as c\n", "from pkg.k import ops\n", "import pkg.k.ops.a\n", "import pkg.k.ops.a as z\n",
+    "from pkg import k\n", "from pkg import other\n", "import pkg.other.x\n", "from pkg.other import y\n",
+    "from . import other\n", "from .other import y\n", "from .k.ops import a\n", "from .. import k\n",
+    "def f():\n    from pkg.k.ops.a import thing\n", "if X:\n    import pkg.k.ops\n", "import os, pkg.k.ops.a\n",
+    "from pkg.k.ops import (\n    a,\n    nosuch,\n)\n", "from pkg.k.ops.a import *\n", "x = 'from pkg.k import ops'\n",
+    "try:\n    from pkg.k.gone import q\nexcept ImportError:\n    pass\n",
+]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from(_INTO_PIECES), min_size=1, max_size=8),
+       where=st.sampled_from(["pkg/m.py", "pkg/sub/m.py", "pkg/sub/__init__.py", "pkg/k/ops/m.py"]))
+def test_a_scan_into_a_package_gives_the_whole_scans_edges_into_it(tmp_path_factory, pieces, where):
+    """`scan_into` resolves each import against the package's modules and the scanned files
+    alone: the edges into the package are those of a scan against every module of the tree."""
+    from contracts.prefixes import PrefixIndex
+
+    root = tmp_path_factory.mktemp("into")
+    files = {"pkg/__init__.py": "", "pkg/k/__init__.py": "", "pkg/k/ops/__init__.py": "", "pkg/k/ops/a.py": "",
+             "pkg/other/__init__.py": "", "pkg/other/x.py": "", "pkg/sub/__init__.py": "", where: "".join(pieces)}
+    for rel, body in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(body)
+    disc = discover(str(root), ("pkg",))
+    module = next(f.module for f in disc.files if f.rel == where)
+    scanner = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")})
+    index = PrefixIndex(["pkg.k"])
+    whole, whole_failed = scanner.scan([disc.by_module[module]])
+    into, into_failed = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")}).scan_into([disc.by_module[module]], index)
+    assert into_failed == whole_failed
+    assert into.get(module) == (None if module not in whole else
+                                [e for e in whole[module] if index.longest_of(e[0]) is not None])

@@ -23,9 +23,11 @@ from .conftest import REPO, run_cli
 class _Serial(reading_mod._Background):
     """The scans in this thread, in the order they are asked for: the serial run."""
 
-    def submit(self, files, decoded, syntax_only=False) -> None:
+    def submit(self, files, decoded, syntax_only=False, into=None) -> None:
         if files:
-            self.done.append((True, list(files), self.scanner.scan(list(files), frozenset(decoded), syntax_only)))
+            files = list(files)
+            self.done.append((True, files, self.scanner.scan(files, frozenset(decoded), syntax_only) if into is None
+                              else self.scanner.scan_into(files, into, frozenset(decoded))))
 
 
 def _generated(tree) -> dict:
