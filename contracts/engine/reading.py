@@ -137,8 +137,8 @@ class Part(Record):
 def scan_part(context: PartContext, chunks) -> Part:
     """Read the files of each chunk in `chunks` (files whose record is missing or stale), filter
     them, and parse what needs it, chunk by chunk (another process may be taking the other
-    chunks): the syntax checks of the files `ast` reads in part on a second thread while this
-    one reads on, the edges of the graph files in one native call after the last chunk."""
+    chunks); after the last chunk, grimp's scans: the syntax of the files `ast` read in part, the
+    edges of the graph files, in as few native calls as `_BATCH_BYTES` allows."""
     from contracts.engine.scan import searchable
 
     plan, old_files, inside, started = context.plan, context.old_files, context.inside, context.started
@@ -147,8 +147,9 @@ def scan_part(context: PartContext, chunks) -> Part:
     prefilter, graph_prefilter, reader = context.tools or part_tools(plan)
     background = _Background(context.scanner)
     # A part's graph files go to the scanner in one call after its last chunk, unless they hold
-    # more than `_BATCH_BYTES` (see there). A file asked about for its syntax alone is scanned
-    # with its chunk, in a call told of those files only.
+    # more than `_BATCH_BYTES` (see there); so do the files asked about for their syntax alone,
+    # in a call told of those files only (on the 174-prefix tree, against a call per chunk:
+    # 0.386 -> 0.362 s, 0.661 -> 0.615 CPU-s, 14 alternating rounds, the same output).
     batch_size = _BATCH
     # The graph files waiting for it: those that keep every edge, and those that keep only their
     # edges into the kernel package (`ScanPlan.narrow`), scanned apart (`EdgeScanner.scan_into`).
@@ -166,6 +167,7 @@ def scan_part(context: PartContext, chunks) -> Part:
                 background.submit(batches[narrow], decoded, into=plan.named_index if narrow else None)
                 batches[narrow], held[narrow] = [], 0
     syntax: list[SourceFile] = []
+    syntax_bytes = 0
     texts: dict[str, bytes] = {}
     by_rel: dict[str, SourceFile] = {}
     kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
@@ -211,11 +213,12 @@ def scan_part(context: PartContext, chunks) -> Part:
                     to_scan(f, flags)  # its edges
                 elif flags & AST:
                     syntax.append(f)  # grimp's check of the whole file's syntax
+                    syntax_bytes += f.size
                 records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
             submit(batch_size)  # (a part whose graph files hold more than `_BATCH_BYTES`)
-            if syntax:
+            if syntax_bytes >= _BATCH_BYTES:
                 background.submit(syntax, decoded, syntax_only=True)
-                syntax = []
+                syntax, syntax_bytes = [], 0
             # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
             # failed, or is not for its scanner) is parsed again whole when its scan is back,
             # which says why.
@@ -226,6 +229,7 @@ def scan_part(context: PartContext, chunks) -> Part:
             for files, edges, failed in background.ready():
                 settle(files, edges, failed)
         submit(1)  # what is left, after the last chunk
+        background.submit(syntax, decoded, syntax_only=True)
         for files, edges, failed in background.results():
             settle(files, edges, failed)
     finally:
@@ -384,7 +388,8 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
 
 
 # The graph files of a part, per native scan call: as many as memory allows (their texts are kept
-# until the call is back, for the names of from-imports over several lines), not small batches
+# until the call is back, for the names of from-imports over several lines; the same bound for
+# the files checked for their syntax, whose texts wait for the answer too), not small batches
 # scanned while this thread reads on. Each call converts the description of every module of the
 # tree first (3 ms on 0.5.23, holding the GIL) and builds its answer's objects last (holding it
 # too), and both processes already keep both cores busy: with batches of 128 files or 2 MB
