@@ -403,8 +403,9 @@ _BATCH_BYTES = 64 << 20  # or this much source, whichever comes first
 
 class _Background:
     """grimp's scans on one second thread. The native scanner releases the GIL while it parses
-    (with its own worker threads), so this thread's Python -- reading, the prefilter, `ast` --
-    runs meanwhile on the other core. Results do not depend on how the files are batched: each
+    (with its own worker threads), so where a part's scans are asked for before its last chunk
+    (`_BATCH_BYTES`), this thread's Python -- reading, the prefilter, `ast` -- runs meanwhile.
+    Results do not depend on how the files are batched: each
     file's edges are resolved against every module of the tree (a scan for syntax alone answers
     only whether each file parses). (A plain thread and queue:
     `concurrent.futures` imports `logging`, 7-9 ms of each process's start.)"""

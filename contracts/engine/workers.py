@@ -1,11 +1,11 @@
 """The files of a cold run, split over processes: both cores read, filter and parse.
 
 Most of a cold run is per-file Python (reading, the prefilter, the `ast` windows) that one
-interpreter runs on one core, however many it has; grimp's native scanner already takes a
-second thread. So the files to read are cut into chunks, and children forked at that moment
-take chunks from a shared queue as this process does: whoever is free takes the next, so a part
-heavy with `ast` work does not keep the other core idle. Each child scans its chunks (its own
-grimp thread included) and sends back its records, pickled, over a pipe. What comes back is
+interpreter runs on one core, however many it has. So the files to read are cut into chunks,
+and children forked at that moment take chunks from a shared queue as this process does:
+whoever is free takes the next, so a part heavy with `ast` work does not keep the other core
+idle. Each child scans its chunks (then grimp's scans of its part, on grimp's own threads) and
+sends back its records, pickled, over a pipe. What comes back is
 plain data, merged in walk order, so the findings are those of the serial run
 (`tests/contracts/test_parallel.py` compares them).
 
