@@ -146,28 +146,29 @@ def scan_part(context: PartContext, chunks) -> Part:
     records, touched, decoded = part.records, part.touched, part.decoded
     prefilter, graph_prefilter, reader = context.tools or part_tools(plan)
     background = _Background(context.scanner)
-    # A part's graph files go to the scanner in one call after its last chunk, unless they hold
-    # more than `_BATCH_BYTES` (see there); so do the files asked about for their syntax alone,
-    # in a call told of those files only (on the 174-prefix tree, against a call per chunk:
-    # 0.386 -> 0.362 s, 0.661 -> 0.615 CPU-s, 14 alternating rounds, the same output).
-    batch_size = _BATCH
-    # The graph files waiting for it: those that keep every edge, and those that keep only their
-    # edges into the kernel package (`ScanPlan.narrow`), scanned apart (`EdgeScanner.scan_into`).
-    batches: dict[bool, list[SourceFile]] = {False: [], True: []}
-    held = {False: 0, True: 0}
+    # What waits for grimp's scanner, by kind: the graph files that keep every edge, those that
+    # keep only their edges into the kernel package (`ScanPlan.narrow`, `EdgeScanner.scan_into`),
+    # and the files asked about for their syntax alone (the scanner told of those files only).
+    # Each kind goes in one call after the part's last chunk, unless it holds more than
+    # `_BATCH_BYTES` (see there). (For the syntax checks, against a call per chunk, on the
+    # 174-prefix tree: 0.386 -> 0.362 s, 0.661 -> 0.615 CPU-s, 14 alternating rounds, the same
+    # output.)
+    waiting: dict[int, list[SourceFile]] = {_ALL_EDGES: [], _EDGES_INTO: [], _SYNTAX: []}
+    held = dict.fromkeys(waiting, 0)
 
-    def to_scan(f: SourceFile, flags: int) -> None:
-        narrow = plan.narrow_file(f.module, flags)
-        batches[narrow].append(f)
-        held[narrow] += f.size
+    def wait_for_scan(f: SourceFile, kind: int) -> None:
+        waiting[kind].append(f)
+        held[kind] += f.size
 
     def submit(at_least: int) -> None:
-        for narrow in (False, True):
-            if len(batches[narrow]) >= min(at_least, batch_size) or held[narrow] >= _BATCH_BYTES:
-                background.submit(batches[narrow], decoded, into=plan.named_index if narrow else None)
-                batches[narrow], held[narrow] = [], 0
-    syntax: list[SourceFile] = []
-    syntax_bytes = 0
+        for kind, files in waiting.items():
+            if len(files) >= min(at_least, _BATCH) or held[kind] >= _BATCH_BYTES:
+                background.submit(files, decoded, syntax_only=kind == _SYNTAX,
+                                  into=plan.named_index if kind == _EDGES_INTO else None)
+                waiting[kind], held[kind] = [], 0
+
+    def edges_kind(f: SourceFile, flags: int) -> int:
+        return _EDGES_INTO if plan.narrow_file(f.module, flags) else _ALL_EDGES
     texts: dict[str, bytes] = {}
     by_rel: dict[str, SourceFile] = {}
     kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
@@ -200,7 +201,7 @@ def scan_part(context: PartContext, chunks) -> Part:
                 if entry is not None and entry[DIGEST] is not None and digest == entry[DIGEST]:
                     records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
                     if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
-                        to_scan(f, entry[FLAGS])  # an earlier run stopped before its edges
+                        wait_for_scan(f, edges_kind(f, entry[FLAGS]))  # an earlier run stopped before its edges
                     continue
                 flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter)
                 if flags & AST:
@@ -210,15 +211,11 @@ def scan_part(context: PartContext, chunks) -> Part:
                     decoded.add(f.module)
                 if flags & GRAPH:
                     texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
-                    to_scan(f, flags)  # its edges
+                    wait_for_scan(f, edges_kind(f, flags))  # its edges
                 elif flags & AST:
-                    syntax.append(f)  # grimp's check of the whole file's syntax
-                    syntax_bytes += f.size
+                    wait_for_scan(f, _SYNTAX)  # grimp's check of the whole file's syntax
                 records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
-            submit(batch_size)  # (a part whose graph files hold more than `_BATCH_BYTES`)
-            if syntax_bytes >= _BATCH_BYTES:
-                background.submit(syntax, decoded, syntax_only=True)
-                syntax, syntax_bytes = [], 0
+            submit(_BATCH)  # (a part whose files to scan hold more than `_BATCH_BYTES`)
             # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
             # failed, or is not for its scanner) is parsed again whole when its scan is back,
             # which says why.
@@ -229,7 +226,6 @@ def scan_part(context: PartContext, chunks) -> Part:
             for files, edges, failed in background.ready():
                 settle(files, edges, failed)
         submit(1)  # what is left, after the last chunk
-        background.submit(syntax, decoded, syntax_only=True)
         for files, edges, failed in background.results():
             settle(files, edges, failed)
     finally:
@@ -397,6 +393,7 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
 # against 0.596-0.627 s and 0.98-1.01 CPU-s with one call a process after its last chunk (16
 # alternating rounds, twice, the same output); in one process (`--jobs 1`) the two ways took
 # the same (0.740 against 0.736 s), and 0.5.16 and the 174-prefix tree were unchanged.
+_ALL_EDGES, _EDGES_INTO, _SYNTAX = 0, 1, 2  # what a native scan call asks of its files
 _BATCH = 1 << 16  # files per native scan call at most
 _BATCH_BYTES = 64 << 20  # or this much source, whichever comes first
 
