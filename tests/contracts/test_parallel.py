@@ -164,6 +164,105 @@ def test_a_failing_child_costs_only_time():
     assert sorted(rel for part in parts for rel in part) == sorted(f.rel for f in files)
 
 
+def _slow_in_parent(parent: int):
+    """`_names` that takes its time in this process, so that a child surely takes chunks too."""
+    import time
+
+    def scan(context, chunks):
+        out = []
+        for chunk in chunks:
+            if os.getpid() == parent:
+                time.sleep(0.02)
+            out.extend((os.getpid(), f.rel) for f in chunk)
+        return out
+
+    return scan
+
+
+def test_a_crew_forked_before_the_walk_shares_the_chunks():
+    files = _files(2000)
+    parent = os.getpid()
+    scan = _slow_in_parent(parent)
+    crew = workers.fork_early(2, lambda: (None, list(files), None), scan)
+    assert crew is not None and crew.size == 2
+    parts = crew.map(scan, None, files)
+    seen = [rel for part in parts for _, rel in part]
+    assert sorted(seen) == sorted(f.rel for f in files)  # each file once
+    assert any(pid != parent for part in parts for pid, _ in part)  # the child took its share
+
+
+def test_a_child_that_found_other_files_is_not_trusted(tmp_path):
+    files = _files(2000)
+    parent = os.getpid()
+    scan = _slow_in_parent(parent)
+    took = tmp_path / "took"
+
+    def prepare():
+        # The tree changed between the two walks: the child sees one file less.
+        return None, [f for f in files if f.rel != "m7.py"], None
+
+    def child_scan(context, chunks):
+        out = scan(context, chunks)
+        took.write_text(str(len(out)))
+        return out
+
+    crew = workers.fork_early(2, prepare, child_scan)
+    parts = crew.map(scan, None, files)
+    assert int(took.read_text()) > 0  # it did scan chunks...
+    assert all(pid == parent for part in parts for pid, _ in part)  # ...which were scanned here again
+    assert sorted(rel for part in parts for _, rel in part) == sorted(f.rel for f in files)
+
+
+def test_a_crew_child_that_fails_costs_only_time():
+    files = _files(2000)
+    parent = os.getpid()
+
+    def prepare():
+        raise OSError("the child's walk failed")
+
+    scan = _slow_in_parent(parent)
+    crew = workers.fork_early(2, prepare, scan)
+    parts = crew.map(scan, None, files)
+    assert sorted(rel for part in parts for _, rel in part) == sorted(f.rel for f in files)
+
+
+def test_a_dismissed_crew_leaves_no_child_behind():
+    crew = workers.fork_early(2, lambda: (None, _files(10), None), _names)
+    pids = [pid for pid, _ in crew.children]
+    crew.dismiss()
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped: not even a zombie is left
+
+
+def test_a_cold_run_of_a_small_tree_dismisses_its_crew(tree, monkeypatch):
+    root = tree({"pkg/srt/m.py": "import pkg.jit_kernel.hicache\n"})
+    cfg = config_mod.load(str(root / ".importlinter"))
+    crews = []
+    real = workers.fork_early
+
+    def recording(*args):
+        crews.append(real(*args))
+        return crews[-1]
+
+    dismissed = []
+    real_dismiss = workers.Crew.dismiss
+
+    def dismiss(self):
+        dismissed.append([pid for pid, _ in self.children])
+        real_dismiss(self)
+
+    monkeypatch.setattr(workers, "fork_early", recording)
+    monkeypatch.setattr(workers.Crew, "dismiss", dismiss)
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)  # (the child is stopped before any scan)
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    monkeypatch.delenv(workers.ENV, raising=False)
+    result = run(cfg, str(root))
+    assert [f.rule for f in result.findings] == ["removed-module"]
+    assert len(crews) == 1 and crews[0] is not None  # forked before the walk...
+    assert len(dismissed) == 1 and len(dismissed[0]) == 1  # ...and its child stopped: one file is too few
+
+
 def test_no_fork_where_it_is_unsafe(monkeypatch):
     monkeypatch.setitem(sys.modules, "grimp._rustgrimp", sys.modules.get("grimp._rustgrimp", object()))
     assert workers.jobs(2, 10_000) == 1  # grimp's thread pool would not survive a fork
