@@ -35,7 +35,6 @@ from contracts.engine.reading import (
     file_refs,
     part_tools,
     prefilter_for,
-    prepare_fork,
     read_source,
     scan_part,
     store_edges,
@@ -160,33 +159,6 @@ def _weight(f: SourceFile) -> int:
     return f.size + 2048
 
 
-def _prepare(src: str, plan: ScanPlan, old_files: dict, started: float, hashed: bool, forking: bool,
-             phases: dict | None = None) -> tuple:
-    """(discovery, reused records, modules, part context, files to read): the walk and what a
-    part needs; run in every process of a crew (`workers.fork_early`)."""
-    clock = time.perf_counter()
-    disc = discover(src, plan.roots, plan.layout)
-    if phases is not None:
-        phases["walk"] = time.perf_counter() - clock
-    inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
-    records: dict[str, list] = {}
-    todo: list[SourceFile] = []
-    for f in disc.files:
-        entry = old_files.get(f.rel)
-        if entry is not None and _unchanged(entry, f):
-            records[f.rel] = list(entry)
-        else:
-            todo.append(f)
-    known = disc.by_module
-    roots = {r: os.path.join(src, r) for r in plan.roots if os.path.isdir(os.path.join(src, r))}
-    # One scanner for this process's part and the closure below: its set-up (the description of
-    # every module, 17-27 ms on 0.5.23) is made once. A forked worker sets up its own copy.
-    scanner = EdgeScanner(known, roots)
-    context = PartContext(plan, old_files, inside, known, roots, started, hashed, scanner,
-                          part_tools(plan, forking=forking) if todo else None)
-    return disc, records, known, context, todo
-
-
 def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: int | None = None,
                 lazy: bool = False) -> Model:
     """The model of the tree under `src`: every file is stat'ed, the cache reused for those whose
@@ -200,42 +172,36 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     cache = Cache(cache_dir, cache_key(src, plan)) if cache_dir else None
     old = cache.load() if cache else {}
     old_files: dict[str, list] = old.get("files", {})
+    clock = time.perf_counter()
     phases: dict[str, float] = {}
-    # A cold run (no record to reuse) that will fork anyway forks now, before the walk: each
-    # process walks and sets up for itself, at once, and the children check that they found the
-    # files this one did (`workers.Crew`). (On 0.5.23: the walk and the set-up, 0.09 s on one
-    # core while the other idled.)
-    crew = None
-    if not old_files:
-        n_early = workers.jobs(jobs, workers.MIN_FILES)
-        if 1 < n_early <= workers.cores():  # (more processes than cores: forked once the files are known)
-            def prepare() -> tuple:  # (in the child)
-                context, todo = _prepare(src, plan, old_files, started, cache is not None, forking=True)[3:]
-                return context, todo, _weight
+    disc = discover(src, plan.roots, plan.layout)
+    phases["walk"] = time.perf_counter() - clock
+    inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
+    model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off", started=started,
+                  statement_roots=plan.statement_roots)
 
-            crew = workers.fork_early(n_early, prepare, scan_part)
-    try:
-        disc, records, known, context, todo = _prepare(
-            src, plan, old_files, started, cache is not None, forking=crew is not None, phases=phases)
-        model = Model(src=src, discovery=disc, cache_status=cache.status if cache else "off", started=started,
-                      statement_roots=plan.statement_roots)
-        scanner, inside = context.scanner, context.inside
-        # The files to read, split over processes (forked before grimp or any thread exists in
-        # this one), each part read, filtered and parsed in full; the parts are merged in walk order.
-        clock = time.perf_counter()
-        n_jobs = workers.jobs(jobs, len(todo), sum(1 for f in todo if f.rel not in old_files))
-        if crew is not None and n_jobs == crew.size:
-            parts = crew.map(scan_part, context, todo, weight=_weight)
+    records: dict[str, list] = {}
+    todo: list[SourceFile] = []
+    for f in disc.files:
+        entry = old_files.get(f.rel)
+        if entry is not None and _unchanged(entry, f):
+            records[f.rel] = list(entry)
         else:
-            if crew is not None:
-                crew.dismiss()
-            if n_jobs > 1 and todo:
-                prepare_fork()
-            parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight)
-        crew = None
-    finally:
-        if crew is not None:  # (an error before the crew was used: no child is left waiting)
-            crew.dismiss()
+            todo.append(f)
+    known = disc.by_module
+    roots = {r: os.path.join(src, r) for r in plan.roots if os.path.isdir(os.path.join(src, r))}
+    # One scanner for this process's part and the closure below: its set-up (the description of
+    # every module, 17-27 ms on 0.5.23) is made once. A forked worker sets up its own copy.
+    scanner = EdgeScanner(known, roots)
+    # The files to read, split over processes forked now (before grimp or any thread exists in
+    # this one), each part read, filtered and parsed in full; the parts are merged in walk order.
+    clock = time.perf_counter()
+    n_jobs = workers.jobs(jobs, len(todo), sum(1 for f in todo if f.rel not in old_files))
+    context = PartContext(plan, old_files, inside, known, roots, started, cache is not None, scanner,
+                          part_tools(plan, forking=n_jobs > 1) if todo else None)
+    # (The heaviest files first, in chunks of equal weight: a file's cost is roughly its bytes,
+    # with ~2 kB of it per file.)
+    parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight)
     model.workers = n_jobs
     phases[f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}"] = time.perf_counter() - clock
     clock = time.perf_counter()

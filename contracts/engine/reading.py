@@ -99,18 +99,13 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
 
         reader = StatementReader(plan.statement_roots)
     if forking:
-        prepare_fork()
+        from contracts.engine.graph import scanner_classes
+
+        try:
+            scanner_classes()
+        except Exception:  # noqa: BLE001 - no usable grimp: each scan says so, and `ast` reads the files
+            pass
     return prefilter_for(plan), graph_prefilter_for(plan), reader
-
-
-def prepare_fork() -> None:
-    """grimp's classes imported (not its native module), for forked children to inherit."""
-    from contracts.engine.graph import scanner_classes
-
-    try:
-        scanner_classes()
-    except Exception:  # noqa: BLE001 - no usable grimp: each scan says so, and `ast` reads the files
-        pass
 
 
 class Part(Record):
@@ -400,7 +395,7 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
 # the same (0.740 against 0.736 s), and 0.5.16 and the 174-prefix tree were unchanged.
 _ALL_EDGES, _EDGES_INTO, _SYNTAX = 0, 1, 2  # what a native scan call asks of its files
 _BATCH = 1 << 16  # files per native scan call at most
-_BATCH_BYTES = 4 << 20  # or this much source, whichever comes first
+_BATCH_BYTES = 64 << 20  # or this much source, whichever comes first
 
 
 class _Background:
@@ -417,8 +412,6 @@ class _Background:
         self.thread = None
         self.todo = None
         self.done: list[tuple] = []  # (True, files, the scan's answer) or (False, files, what it raised)
-        self.asked = 0  # scans asked for, and not yet taken by `ready` or `results`
-        self.finished = None  # a semaphore released once per scan done
 
     def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False, into=None) -> None:
         """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for."""
@@ -429,11 +422,9 @@ class _Background:
             import threading
 
             self.todo = queue.SimpleQueue()
-            self.finished = threading.Semaphore(0)
             self.thread = threading.Thread(target=self._work, name="namespace-lint-scan", daemon=True)
             self.thread.start()
         self.todo.put((list(files), frozenset(decoded), syntax_only, into))
-        self.asked += 1
 
     def _work(self) -> None:
         while (job := self.todo.get()) is not None:
@@ -443,19 +434,15 @@ class _Background:
                                   else self.scanner.scan_into(files, into, decoded)))
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
                 self.done.append((False, job[0], e))
-            self.finished.release()
 
     def ready(self):
         """(files, edges, failed) of each scan done by now, in the order they were asked for."""
-        while self.asked and self.finished.acquire(blocking=False):
-            yield self._take()
-
-    def _take(self) -> tuple:
-        self.asked -= 1
-        ok, files, value = self.done.pop(0)  # (the worker only appends: both are atomic)
-        if not ok:
-            raise value
-        return (files, *value)
+        done = self.done
+        while done:
+            ok, files, value = done.pop(0)  # (the worker only appends: both are atomic)
+            if not ok:
+                raise value
+            yield files, *value
 
     def close(self) -> None:
         """Let the thread end once it has done what it was given (at once if it was idle)."""
@@ -464,15 +451,12 @@ class _Background:
             self.thread = None
 
     def results(self):
-        """(files, edges, failed) of every scan asked for, each as soon as it is done: the first
-        is taken in while the next runs."""
+        """`ready()`, once every scan asked for is done."""
         thread = self.thread
         self.close()
-        while self.asked:
-            self.finished.acquire()
-            yield self._take()
         if thread is not None:
-            thread.join()  # (it ends at once: nothing is left for it)
+            thread.join()
+        return self.ready()
 
 
 def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int] | None, checked: bool):

@@ -144,104 +144,13 @@ def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None) -
     return results
 
 
-class Crew:
-    """Processes forked before the files to scan are known (`fork_early`): each finds them itself,
-    as this one does, then takes chunks of them from the queue this one fills (`map`).
-
-    On a cold run the walk and the set-up before the scan (0.09 s of 0.5.23's run, on one core)
-    are then done in every process at once instead of in this one while the other core idles.
-    What a child found is used only if it is what this process found: each answer carries a
-    digest of the child's chunks and their files' stats (`pieces_key`), and a child whose digest
-    differs (the tree changed between the two walks) is treated as one that failed: its chunks
-    are scanned here again."""
-
-    def __init__(self, size: int, n: int, queue: "_Queue", children: list[tuple[int, int]]) -> None:
-        self.size = size  # processes in all, this one included
-        self.n = n  # the processes asked for: what the chunks are cut for, here as in each child
-        self.queue = queue
-        self.children = children  # (pid, read end of its answer)
-
-    def map(self, scan, context, files: list, weight=None) -> list:
-        """As `map_parts(scan, context, files, self.size, weight=weight)`, with the children forked
-        earlier; they found `files` (and `weight`) themselves."""
-        pieces = chunks(files, self.n, weight)
-        self.queue.fill(len(pieces))
-        readers = [_Child(pid, fd) for pid, fd in self.children]
-        self.children = []
-        mine: list[int] = []
-        results = [scan(context, self.queue.take(pieces, mine))]
-        self.queue.close()
-        key = pieces_key(pieces)
-        done = set(mine)
-        for child in readers:
-            answer = child.result()
-            if answer is not None:
-                taken, (found, value) = answer
-                if found == key:
-                    results.append(value)
-                    done.update(taken)
-        missing = [i for i in range(len(pieces)) if i not in done]
-        if missing:  # a child failed, or found other files: its chunks again, here
-            results.append(scan(context, iter([pieces[i] for i in missing])))
-        return results
-
-    def dismiss(self) -> None:
-        """Stop the children (the run goes on without them, as if none had been forked)."""
-        import signal
-
-        for pid, fd in self.children:
-            os.close(fd)
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
-        self.children = []
-        self.queue.close()
-
-
-def pieces_key(pieces: list[list]) -> int:
-    """A digest of the chunks a process takes from: what the processes of a crew must agree on
-    (each chunk number then means the same files in each). A record keeps the stat its own
-    process saw before reading the file. (`hash`: a forked child has this process's hash seed.)"""
-    return hash(tuple(tuple(f.rel for f in piece) for piece in pieces))
-
-
-def fork_early(n: int, prepare, scan) -> Crew | None:
-    """`n` processes in all, this one and `n - 1` children forked now; each child runs
-    `prepare()` itself, which gives `(context, files, weight)` (or None: nothing to take part in),
-    then `scan(context, chunks)` over the chunks it takes once this process has filled the queue
-    (`Crew.map`). None where no child could be forked."""
-    if n <= 1:
-        return None
-    try:
-        queue = _Queue(0)
-    except OSError:
-        return None
-    children = []
-    for _ in range(n - 1):  # every fork before any thread
-        forked = _fork(scan, None, None, queue, prepare=prepare, n=n)
-        if forked is not None:
-            children.append(forked)
-    if not children:
-        queue.close()
-        return None
-    return Crew(len(children) + 1, n, queue, children)
-
-
 class _Queue:
     """Chunk numbers in a pipe, written at once; each process reads the next one when free."""
 
     def __init__(self, count: int) -> None:
         self.read_fd, write_fd = os.pipe()
-        if count:
-            os.write(write_fd, b"".join(i.to_bytes(_INDEX_BYTES, "big") for i in range(count)))
+        os.write(write_fd, b"".join(i.to_bytes(_INDEX_BYTES, "big") for i in range(count)))
         self.write_fd = write_fd
-
-    def fill(self, count: int) -> None:
-        """Write the chunk numbers (at most `MAX_CHUNKS`: one atomic write) and close the write end."""
-        os.write(self.write_fd, b"".join(i.to_bytes(_INDEX_BYTES, "big") for i in range(count)))
-        self.close_write()
 
     def close_write(self) -> None:
         if self.write_fd is not None:
@@ -259,9 +168,7 @@ class _Queue:
 
     def close(self) -> None:
         self.close_write()
-        if self.read_fd is not None:
-            os.close(self.read_fd)
-            self.read_fd = None
+        os.close(self.read_fd)
 
 
 class _Child:
@@ -292,10 +199,8 @@ class _Child:
         return (taken, value) if ok else None
 
 
-def _fork(scan, context, pieces: list, queue: _Queue, prepare=None, n: int = 1) -> tuple[int, int] | None:
-    """(pid, the read end of its answer) of a child taking chunks from `queue`, or None.
-    `prepare` (`fork_early`): the child finds its context and chunks itself, and answers with the
-    digest of its files beside what `scan` returned."""
+def _fork(scan, context, pieces: list, queue: _Queue) -> tuple[int, int] | None:
+    """(pid, the read end of its answer) of a child taking chunks from `queue`, or None."""
     import pickle  # (here, before the fork: a run that forks nothing never loads it)
 
     try:
@@ -315,17 +220,10 @@ def _fork(scan, context, pieces: list, queue: _Queue, prepare=None, n: int = 1) 
             queue.close_write()
             taken: list[int] = []
             try:
-                key = None
-                if prepare is not None:
-                    job = prepare()
-                    if job is not None:
-                        context, files, weight = job
-                        pieces = chunks(files, n, weight)
-                        key = pieces_key(pieces)
-                value = scan(context, queue.take(pieces, taken)) if pieces is not None else None
+                value = scan(context, queue.take(pieces, taken))
                 if hasattr(value, "before_transfer"):
                     value.before_transfer()  # what need not travel (it can be read again)
-                answer = (True, taken, (key, value) if prepare is not None else value)
+                answer = (True, taken, value)
             except BaseException as e:  # noqa: BLE001 - reported as a failure; the parent rescans
                 answer = (False, taken, repr(e))
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
