@@ -10,6 +10,14 @@ scanned in one call; the exact walk (`close`) then runs on the scanned edges, an
 what the prediction missed. The prediction only decides what is scanned early, never what is
 reached: the graph is the one the exact walk finds, whatever the prediction said (a module
 predicted but not reached has edges no rule sees).
+
+In a cold build the prediction is made earlier still, by the part that reads every module under
+the graph prefixes first (`early_closure`, called from `reading.scan_part`): once their edges
+are back it predicts, and its files are scanned while the other files are read, so that after
+the merge only the exact walk is left (0.105 -> 0.005 s after the merge on 0.5.23; one process,
+`--jobs 1`: 0.93-0.95 -> 0.87-0.92 s in all, 3 alternating pairs; two processes, 16 alternating
+rounds against ruff: 1.097x -> 1.084x, the added 0.035 CPU-s and the closure's own scan paid
+inside the parallel part).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from __future__ import annotations
 import re
 
 from contracts.engine.files import read_regular
-from contracts.engine.records import EDGES, MAX_READ_BYTES
+from contracts.engine.records import EDGES, ERROR, FLAGS, GRAPH, MAX_READ_BYTES
 
 # An import statement's head at the start of a line: `from X import` or `import`. What follows
 # is read by hand (`import_lines`): names in brackets up to the next `)` (found once, not per
@@ -115,10 +123,11 @@ def import_lines(data: bytes, module: str, is_package: bool, known) -> set[str]:
     return out
 
 
-def predicted(start: list[str], known, records: dict, rel_of: dict, stop) -> list[str]:
+def predicted(start: list[str], known, records: dict, rel_of: dict, stop, unread: bool = False) -> list[str]:
     """The modules a walk from `start` may reach, read off the import lines of the files that
     have no edges yet (the edges of those that have them are used as they are); `stop`: a
-    `PrefixIndex` of packages the walk does not enter."""
+    `PrefixIndex` of packages the walk does not enter. `unread`: a module with no record is read
+    too (a part of a build predicts before the other parts' records are in)."""
     seen = set(start)
     todo = list(start)
     missing: list[str] = []
@@ -126,9 +135,9 @@ def predicted(start: list[str], known, records: dict, rel_of: dict, stop) -> lis
         nxt = []
         for m in todo:
             rec = records.get(rel_of.get(m))
-            if rec is None:
+            if rec is None and not (unread and m in known):
                 continue
-            if rec[EDGES] is not None:
+            if rec is not None and rec[EDGES] is not None:
                 targets = {imported for imported, *_ in rec[EDGES]}
             else:
                 missing.append(m)
@@ -148,17 +157,22 @@ def predicted(start: list[str], known, records: dict, rel_of: dict, stop) -> lis
     return missing
 
 
-def close(graph_index, stop, known, records: dict, rel_of: dict, needs_edges, scan, store) -> set[str]:
+def close(graph_index, stop, known, records: dict, rel_of: dict, needs_edges, scan, store,
+          early: tuple | None = None) -> set[str]:
     """The modules reached from those under `graph_index` by imports, not entering `stop`
     packages. `scan(files)` gives (edges, failed) of files that have no edges (`needs_edges`),
     `store(files, edges, failed)` records them: only for modules the walk reaches, so what the
     prediction scanned in vain (a syntax error grimp found in a file nothing reaches included)
-    leaves no trace."""
+    leaves no trace. `early`: (edges, failed, the modules they answer for) of a prediction
+    already scanned (`early_closure`, while the files were read); else it is made here."""
     frontier = [m for m in rel_of if graph_index.longest_of(m) is not None]
-    early_files = [known[m] for m in predicted(frontier, known, records, rel_of, stop)
-                   if m in known and needs_edges(known[m])]
-    early = scan(early_files) if early_files else ({}, {})
-    ready = {f.module for f in early_files}
+    if early is None:
+        early_files = [known[m] for m in predicted(frontier, known, records, rel_of, stop)
+                       if m in known and needs_edges(known[m])]
+        early = scan(early_files) if early_files else ({}, {})
+        ready = {f.module for f in early_files}
+    else:
+        *early, ready = early
     reached = set(frontier)
     while frontier:
         missing = []
@@ -178,3 +192,20 @@ def close(graph_index, stop, known, records: dict, rel_of: dict, needs_edges, sc
             store(rest, *scan(rest))
         frontier = missing
     return reached
+
+
+def early_closure(graph_index, stop, known, records: dict, rel_of: dict) -> list:
+    """The files a build's closure will likely need scanned, predicted by a part of the build
+    that holds the records of every module under `graph_index` (their edges scanned) before the
+    other parts are done: a module with no record here is read for its import lines. Scanned
+    while the other files are read, they spare the closure its prediction and its scan after
+    the merge (`close(early=...)`), where one core would wait."""
+    frontier = [m for m in rel_of if graph_index.longest_of(m) is not None]
+    out = []
+    for m in predicted(frontier, known, records, rel_of, stop, unread=True):
+        rec = records.get(rel_of.get(m))
+        # (a graph file of this part gets its edges from its own scan; one of another part's is
+        # not known here, and is scanned in vain)
+        if rec is None or (rec[EDGES] is None and rec[ERROR] is None and not rec[FLAGS] & GRAPH):
+            out.append(known[m])
+    return out

@@ -200,15 +200,23 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     context = PartContext(plan, old_files, inside, known, roots, started, cache is not None, scanner,
                           part_tools(plan, forking=n_jobs > 1) if todo else None)
     # (The heaviest files first, in chunks of equal weight: a file's cost is roughly its bytes,
-    # with ~2 kB of it per file.)
-    parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight)
+    # with ~2 kB of it per file.) Where every file is read (a cold run), this process reads the
+    # modules under the graph prefixes first and predicts and scans the closure from their edges
+    # while the rest is read (`scan_part`'s `lead`).
+    own = None
+    if plan.graph_prefixes and todo and len(todo) == len(disc.files):
+        exact, heads = set(plan.graph_prefixes), tuple(p + "." for p in plan.graph_prefixes)
+        own = lambda f: f.module in exact or f.module.startswith(heads)  # noqa: E731
+    parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight, own=own)
     model.workers = n_jobs
     phases[f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}"] = time.perf_counter() - clock
     clock = time.perf_counter()
     unreadable: dict[str, str] = {}
     touched: set[str] = set()
     decoded: set[str] = set()
+    early = None
     for part in parts:
+        early = early or part.early
         records.update(part.records)
         unreadable.update(part.unreadable)
         touched |= part.touched
@@ -267,8 +275,10 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
     graph_set = {f.module for f in disc.files if f.rel in records and records[f.rel][FLAGS] & GRAPH}
     if plan.graph_prefixes:
         rel_of = {m: f.rel for m, f in known.items()}
+        if early is not None:  # (a module read otherwise than its bytes was scanned natively there)
+            early = (*early[:2], set(early[2]) - decoded)
         graph_set |= close(plan.graph_index, plan.stop_index, known, records, rel_of, needs_edges,
-                           lambda files: scanner.scan(files, decoded), add_edges)
+                           lambda files: scanner.scan(files, decoded), add_edges, early)
 
     phases["closure"] = time.perf_counter() - clock
     clock = time.perf_counter()

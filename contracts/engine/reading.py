@@ -116,16 +116,21 @@ class Part(Record):
     decoded: set[str]
     texts: dict[str, bytes]  # `ScanPlan.texts`
     statements: dict[str, tuple]  # `ScanPlan.statement_roots`
+    # The closure's prediction, made and scanned by the part that read every module under the
+    # graph prefixes (`scan_part`'s `lead`): (edges, failed, the modules scanned), or None.
+    early: tuple | None
 
     def __init__(self, records: dict[str, list] | None = None, unreadable: dict[str, str] | None = None,
                  touched: set[str] | None = None, decoded: set[str] | None = None,
-                 texts: dict[str, bytes] | None = None, statements: dict[str, tuple] | None = None) -> None:
+                 texts: dict[str, bytes] | None = None, statements: dict[str, tuple] | None = None,
+                 early: tuple | None = None) -> None:
         self.records = {} if records is None else records
         self.unreadable = {} if unreadable is None else unreadable
         self.touched = set() if touched is None else touched
         self.decoded = set() if decoded is None else decoded
         self.texts = {} if texts is None else texts
         self.statements = {} if statements is None else statements
+        self.early = early
 
     def before_transfer(self) -> None:
         """In a worker, before pickling: the texts stay behind (the statements read off them go;
@@ -134,11 +139,16 @@ class Part(Record):
             self.texts = {}
 
 
-def scan_part(context: PartContext, chunks) -> Part:
+def scan_part(context: PartContext, chunks, lead: int = 0) -> Part:
     """Read the files of each chunk in `chunks` (files whose record is missing or stale), filter
     them, and parse what needs it, chunk by chunk (another process may be taking the other
     chunks); after the last chunk, grimp's scans: the syntax of the files `ast` read in part, the
-    edges of the graph files, in as few native calls as `_BATCH_BYTES` allows."""
+    edges of the graph files, in as few native calls as `_BATCH_BYTES` allows.
+
+    `lead`: the first `lead` chunks hold every module under the graph prefixes (`workers.map_parts`
+    gives them to one process first). Their edges are then scanned at once, and as soon as they
+    are back the closure is predicted from them and its files scanned (`closure.early_closure`),
+    while this part reads on: the build's closure then finds them scanned (`Part.early`)."""
     from contracts.engine.scan import searchable
 
     plan, old_files, inside, started = context.plan, context.old_files, context.inside, context.started
@@ -175,6 +185,39 @@ def scan_part(context: PartContext, chunks) -> Part:
     hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
     done: set[str] = set()  # the files `_scan_ast` read
     settle = _settler(records, kept, done, by_rel, hot, plan, texts)
+    # The closure's prediction (`lead`): "read" (the lead chunks are being read), "scan" (their
+    # edges asked for), "predict" (back: predict at the next chance), then "asked" (its files
+    # given to the scanner) or "" (not this part's).
+    stage = "read" if lead and plan.graph_prefixes else ""
+    early: list = [{}, {}, []]  # the closure's files scanned early: edges, failed, modules
+
+    def take(results) -> None:
+        nonlocal stage
+        for files, edges, failed, tag in results:
+            if tag == _CLOSURE:  # kept apart: only what the closure reaches is stored
+                early[0].update(edges)
+                early[1].update(failed)
+                early[2].extend(f.module for f in files)
+                continue
+            settle(files, edges, failed)
+            if tag == _LEAD:
+                stage = "predict"
+        if stage == "predict":
+            from contracts.engine.closure import early_closure
+
+            rel_of = {m: f.rel for m, f in context.known.items()}
+            predicted = early_closure(plan.graph_index, plan.stop_index, context.known, records, rel_of)
+            background.submit(predicted, decoded, tag=_CLOSURE)
+            stage = "asked"
+
+    def ask_lead() -> None:
+        nonlocal stage
+        files = waiting[_ALL_EDGES]
+        waiting[_ALL_EDGES], held[_ALL_EDGES] = [], 0
+        background.submit(files, decoded, tag=_LEAD)
+        stage = "scan" if files else "predict"
+
+    read = 0
     try:
         for chunk in chunks:
             pending: dict[str, bytes] = {}  # this chunk's files to parse with ast
@@ -215,6 +258,9 @@ def scan_part(context: PartContext, chunks) -> Part:
                 elif flags & AST:
                     wait_for_scan(f, _SYNTAX)  # grimp's check of the whole file's syntax
                 records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
+            read += 1
+            if stage == "read" and read == lead:  # every module under the graph prefixes is read
+                ask_lead()
             submit(_BATCH)  # (a part whose files to scan hold more than `_BATCH_BYTES`)
             # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
             # failed, or is not for its scanner) is parsed again whole when its scan is back,
@@ -223,13 +269,19 @@ def scan_part(context: PartContext, chunks) -> Part:
             kept.update(pending)
             # The scans back by now are settled here, while later ones run: what is left after
             # the last chunk is the last scans alone.
-            for files, edges, failed in background.ready():
-                settle(files, edges, failed)
+            take(background.ready())
+        if stage == "read":  # fewer chunks than `lead`
+            ask_lead()
         submit(1)  # what is left, after the last chunk
-        for files, edges, failed in background.results():
-            settle(files, edges, failed)
+        if stage == "scan":  # the prediction waits for the lead scan alone, not the last ones
+            take(background.until(_LEAD))
+        elif stage == "predict":
+            take(())
+        take(background.results())
     finally:
         background.close()  # (a scan stopped by an error leaves no thread behind)
+    if stage == "asked":
+        part.early = tuple(early)
     return part
 
 
@@ -394,6 +446,7 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
 # alternating rounds, twice, the same output); in one process (`--jobs 1`) the two ways took
 # the same (0.740 against 0.736 s), and 0.5.16 and the 174-prefix tree were unchanged.
 _ALL_EDGES, _EDGES_INTO, _SYNTAX = 0, 1, 2  # what a native scan call asks of its files
+_LEAD, _CLOSURE = "lead", "closure"  # the tags of the closure's scans in a `lead` part
 _BATCH = 1 << 16  # files per native scan call at most
 _BATCH_BYTES = 64 << 20  # or this much source, whichever comes first
 
@@ -411,10 +464,15 @@ class _Background:
         self.scanner = scanner
         self.thread = None
         self.todo = None
-        self.done: list[tuple] = []  # (True, files, the scan's answer) or (False, files, what it raised)
+        # (True, files, the scan's answer, tag) or (False, files, what it raised, tag)
+        self.done: list[tuple] = []
+        self.back = None  # notified as each answer comes (`until`)
+        self.asked = 0  # scans submitted and not yet taken from `done`
 
-    def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False, into=None) -> None:
-        """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for."""
+    def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False, into=None,
+               tag=None) -> None:
+        """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for. `tag`:
+        given back with the answer."""
         if not files:
             return
         if self.thread is None:
@@ -422,27 +480,45 @@ class _Background:
             import threading
 
             self.todo = queue.SimpleQueue()
+            self.back = threading.Condition()
             self.thread = threading.Thread(target=self._work, name="namespace-lint-scan", daemon=True)
             self.thread.start()
-        self.todo.put((list(files), frozenset(decoded), syntax_only, into))
+        self.asked += 1
+        self.todo.put((list(files), frozenset(decoded), syntax_only, into, tag))
 
     def _work(self) -> None:
         while (job := self.todo.get()) is not None:
+            files, decoded, syntax_only, into, tag = job
             try:
-                files, decoded, syntax_only, into = job
-                self.done.append((True, files, self.scanner.scan(files, decoded, syntax_only) if into is None
-                                  else self.scanner.scan_into(files, into, decoded)))
+                answer = (True, files, self.scanner.scan(files, decoded, syntax_only) if into is None
+                          else self.scanner.scan_into(files, into, decoded), tag)
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
-                self.done.append((False, job[0], e))
+                answer = (False, files, e, tag)
+            with self.back:
+                self.done.append(answer)
+                self.back.notify()
 
     def ready(self):
-        """(files, edges, failed) of each scan done by now, in the order they were asked for."""
+        """(files, edges, failed, tag) of each scan done by now, in the order they were asked for."""
         done = self.done
         while done:
-            ok, files, value = done.pop(0)  # (the worker only appends: both are atomic)
+            ok, files, value, tag = done.pop(0)  # (the worker only appends: both are atomic)
+            self.asked -= 1
             if not ok:
                 raise value
-            yield files, *value
+            yield files, *value, tag
+
+    def until(self, tag):
+        """`ready()`, waiting for each scan in turn, up to and including the first one tagged
+        `tag` (or every scan asked for, if none is)."""
+        while self.asked > 0:
+            if not self.done:
+                with self.back:
+                    self.back.wait_for(lambda: self.done)
+            for answer in self.ready():
+                yield answer
+                if answer[-1] == tag:
+                    return
 
     def close(self) -> None:
         """Let the thread end once it has done what it was given (at once if it was idle)."""

@@ -108,13 +108,31 @@ def chunks(files: list, n: int, weight=None) -> list[list]:
     return out
 
 
-def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None) -> list:
+def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None, own=None) -> list:
     """`scan(context, chunks)` in `n` processes, which share the chunks of `files`: a list of
     what each returned (`scan` takes an iterable of chunks, each a list of files). `meanwhile()`,
     if given, runs in this process once the others have started, before it takes its share.
-    `weight`: as `chunks` takes it (the order in which files are scanned is then not theirs)."""
-    pieces = chunks(files, n, weight)
-    n = min(n, len(pieces))  # (`--jobs 10000`: a process per chunk at most, not per file)
+    `weight`: as `chunks` takes it (the order in which files are scanned is then not theirs).
+
+    `own(file)`: the files this process scans itself, before it takes from the shared queue (a
+    part that needs all of them at once: `reading.scan_part` closes the graph over the kernel
+    package's edges while the other chunks are read). Then this process's call is
+    `scan(context, chunks, lead=K)`, its first K chunks being those files; the result comes
+    first in the list."""
+    mine_first: list[list] = []
+    if own is not None:
+        owned: list = []
+        rest: list = []
+        for f in files:
+            (owned if own(f) else rest).append(f)
+        if owned:
+            files = rest
+            mine_first = [owned[i:i + CHUNK_FILES] for i in range(0, len(owned), CHUNK_FILES)]
+    lead = {"lead": len(mine_first)} if own is not None else {}
+    # (With chunks of its own first, one process still reads the rest in several chunks: the
+    # part acts on what comes back from its scans between two chunks.)
+    pieces = chunks(files, max(n, 2) if mine_first else n, weight) if files else []
+    n = min(n, len(pieces) + (1 if mine_first else 0))  # (`--jobs 10000`: a process per chunk at most)
     try:
         queue = _Queue(len(pieces)) if n > 1 else None
     except OSError:  # no pipe to be had (out of file descriptors): this process alone
@@ -122,14 +140,19 @@ def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None) -
     if queue is None:
         if meanwhile is not None:
             meanwhile()
-        return [scan(context, iter(pieces))]
+        return [scan(context, iter(mine_first + pieces), **lead)]
     forked = [_fork(scan, context, pieces, queue) for _ in range(n - 1)]  # every fork before any thread
     queue.close_write()
     children = [_Child(*f) for f in forked if f is not None]
     if meanwhile is not None:
         meanwhile()
     mine: list[int] = []
-    results = [scan(context, queue.take(pieces, mine))]
+
+    def ours():
+        yield from mine_first
+        yield from queue.take(pieces, mine)
+
+    results = [scan(context, ours(), **lead)]
     queue.close()
     done = set(mine)
     for child in children:

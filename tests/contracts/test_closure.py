@@ -8,7 +8,8 @@ import pytest
 
 from contracts import config as config_mod
 from contracts.check import run
-from contracts.engine import closure
+from contracts.engine import closure, workers
+from contracts.engine import model as model_mod
 from contracts.engine.model import build_model
 
 from .test_parallel import _generated, _summary
@@ -93,6 +94,68 @@ def test_the_predicted_closure_gives_the_round_by_round_graph(chain_tree, monkey
     assert fast.graph_modules == slow.graph_modules and sorted(map(repr, fast.edges)) == sorted(map(repr, slow.edges))
     assert fast.errors == slow.errors and "pkg/unreached/broken.py" not in fast.errors
     assert {"pkg.hop.h2", "pkg.cont.far", "pkg.deep.two", "pkg.kernels.bridge2"} <= fast.graph_modules
+
+
+def _close_spy(monkeypatch):
+    """What the build's closure got from the parts (`early`) and the scans it made itself."""
+    seen = {"early": [], "scans": []}
+    real = model_mod.close
+
+    def spy(graph_index, stop, known, records, rel_of, needs_edges, scan, store, early=None):
+        seen["early"].append(early)
+
+        def counted(files):
+            seen["scans"].append(sorted(f.module for f in files))
+            return scan(files)
+
+        return real(graph_index, stop, known, records, rel_of, needs_edges, counted, store, early)
+
+    monkeypatch.setattr(model_mod, "close", spy)
+    return seen
+
+
+def test_the_closure_predicted_while_the_files_are_read_gives_the_graph_of_the_late_one(chain_tree, monkeypatch):
+    from contracts.check import plan_for
+
+    plan = plan_for(config_mod.load(str(chain_tree / ".importlinter")))
+    seen = _close_spy(monkeypatch)
+    early = build_model(str(chain_tree), plan, jobs=1)
+    (given,) = seen["early"]
+    assert given is not None and {"pkg.hop.h2", "pkg.cont.far", "pkg.deep.two"} <= given[2]
+    assert "pkg.unreached.broken" in given[2] and "pkg.unreached.broken" in given[1]  # scanned, failed
+    assert seen["scans"] == []  # it predicted every module the walk reached: nothing left to scan
+    real_map = workers.map_parts
+    monkeypatch.setattr(workers, "map_parts", lambda *a, own=None, **k: real_map(*a, **k))  # no lead part
+    late = build_model(str(chain_tree), plan, jobs=1)
+    assert seen["early"][1] is None and seen["scans"]  # the build predicted and scanned it itself
+    assert early.graph_modules == late.graph_modules
+    assert sorted(map(repr, early.edges)) == sorted(map(repr, late.edges))
+    assert early.errors == late.errors and "pkg/unreached/broken.py" not in early.errors  # no trace
+
+
+def test_a_closure_the_parts_predicted_in_part_is_finished_after_the_merge(chain_tree, monkeypatch):
+    from contracts.check import plan_for
+
+    plan = plan_for(config_mod.load(str(chain_tree / ".importlinter")))
+    real = closure.early_closure
+    monkeypatch.setattr(closure, "early_closure",
+                        lambda *a: [f for f in real(*a) if f.module not in ("pkg.hop.h2", "pkg.deep.two")])
+    seen = _close_spy(monkeypatch)
+    fast = build_model(str(chain_tree), plan, jobs=1)
+    assert sorted(m for scan in seen["scans"] for m in scan) == ["pkg.deep.two", "pkg.hop.h2"]  # the rest early
+    _without_prediction(monkeypatch)
+    slow = build_model(str(chain_tree), plan, jobs=1)
+    assert fast.graph_modules == slow.graph_modules
+    assert sorted(map(repr, fast.edges)) == sorted(map(repr, slow.edges))
+
+
+def test_a_forked_build_predicts_the_closure_as_one_process_does(chain_tree):
+    from .test_parallel import _cli
+
+    one = _cli(chain_tree, "--jobs", "1", "--format", "json")
+    two = _cli(chain_tree, "--jobs", "2", "--format", "json", "-v")
+    assert " processes " in two.stderr, two.stderr
+    assert two.stdout == one.stdout and '"layer"' in one.stdout
 
 
 @pytest.mark.parametrize("text, module, is_package, expected", [

@@ -23,11 +23,12 @@ from .conftest import REPO, run_cli
 class _Serial(reading_mod._Background):
     """The scans in this thread, in the order they are asked for: the serial run."""
 
-    def submit(self, files, decoded, syntax_only=False, into=None) -> None:
+    def submit(self, files, decoded, syntax_only=False, into=None, tag=None) -> None:
         if files:
             files = list(files)
+            self.asked += 1
             self.done.append((True, files, self.scanner.scan(files, frozenset(decoded), syntax_only) if into is None
-                              else self.scanner.scan_into(files, into, frozenset(decoded))))
+                              else self.scanner.scan_into(files, into, frozenset(decoded)), tag))
 
 
 def _generated(tree) -> dict:
@@ -148,6 +149,28 @@ def test_more_jobs_than_chunks_forks_one_process_per_chunk_at_most(monkeypatch):
     parts = workers.map_parts(_names, None, files, 10_000)
     assert len(forks) == 2  # two children and this process, not one per file asked for
     assert sorted(rel for part in parts for rel in part) == sorted(f.rel for f in files)
+
+
+def test_own_files_go_to_this_process_first_and_to_no_other():
+    files = _files(500)
+    own = {f.rel for f in files[100:180]}  # (not the heaviest: chunks of the rest go heaviest first)
+    parent = os.getpid()
+
+    def scan(context, chunks, lead=0):
+        taken = [[f.rel for f in chunk] for chunk in chunks]
+        return (os.getpid() == parent, lead, taken)
+
+    for n in (1, 2):
+        parts = workers.map_parts(scan, None, files, n, weight=lambda f: f.size, own=lambda f: f.rel in own)
+        mine, lead, taken = parts[0]
+        assert mine and lead == -(-len(own) // workers.CHUNK_FILES)
+        assert {rel for chunk in taken[:lead] for rel in chunk} == own  # its own chunks, first
+        assert not own & {rel for chunk in taken[lead:] for rel in chunk}
+        assert all(not own & {rel for chunk in t for rel in chunk} for _, _, t in parts[1:])  # nobody else's
+        seen = [rel for _, _, t in parts for chunk in t for rel in chunk]
+        assert sorted(seen) == sorted(f.rel for f in files)
+        if n == 1:
+            assert len(taken) > lead + 1  # one process still reads the rest in several chunks
 
 
 def test_a_failing_child_costs_only_time():
