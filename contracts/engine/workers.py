@@ -117,15 +117,17 @@ def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None, o
     `own(file)`: the files this process scans itself, before it takes from the shared queue (a
     part that needs all of them at once: `reading.scan_part` closes the graph over the kernel
     package's edges while the other chunks are read). Then this process's call is
-    `scan(context, chunks, lead=K)`, its first K chunks being those files; the result comes
-    first in the list."""
+    `scan(context, chunks, lead=K)`, its first K chunks being those files (K is 0 where they
+    weigh more than this process's share of the whole); the result comes first in the list."""
     mine_first: list[list] = []
     if own is not None:
         owned: list = []
         rest: list = []
         for f in files:
             (owned if own(f) else rest).append(f)
-        if owned:
+        # (Not where they outweigh this process's share: the others would wait at the end.)
+        heavy = n > 1 and weight is not None and sum(map(weight, owned)) * (n - 1) > sum(map(weight, rest))
+        if owned and not heavy:
             files = rest
             mine_first = [owned[i:i + CHUNK_FILES] for i in range(0, len(owned), CHUNK_FILES)]
     lead = {"lead": len(mine_first)} if own is not None else {}

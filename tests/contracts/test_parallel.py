@@ -173,6 +173,21 @@ def test_own_files_go_to_this_process_first_and_to_no_other():
             assert len(taken) > lead + 1  # one process still reads the rest in several chunks
 
 
+def test_own_files_heavier_than_a_share_are_shared_like_the_rest():
+    files = _files(500)
+    parent = os.getpid()
+
+    def scan(context, chunks, lead=0):
+        return (os.getpid() == parent, lead, [f.rel for chunk in chunks for f in chunk])
+
+    heavy = {f.rel for f in files[300:]}  # (sizes grow with the index: most of the weight)
+    parts = workers.map_parts(scan, None, files, 2, weight=lambda f: f.size, own=lambda f: f.rel in heavy)
+    assert parts[0][0] and parts[0][1] == 0
+    assert sorted(rel for _, _, t in parts for rel in t) == sorted(f.rel for f in files)
+    one = workers.map_parts(scan, None, files, 1, weight=lambda f: f.size, own=lambda f: f.rel in heavy)
+    assert one[0][1] > 0  # alone, it reads them first all the same
+
+
 def test_a_failing_child_costs_only_time():
     parent = os.getpid()
 
