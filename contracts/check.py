@@ -12,7 +12,6 @@ used: one warning, and the run goes on without it.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import time
 
@@ -496,6 +495,8 @@ def _result_key(config: Config, src: str, contract_ids: list[str] | None) -> str
             text = f.read()
     except OSError:
         return None
+    import hashlib  # (a run without a cache never loads it)
+
     ids = tuple(sorted(contract_ids)) if contract_ids else None
     return repr((src, config.path, hashlib.sha1(text).hexdigest(), ids))
 

@@ -33,8 +33,6 @@ other's, and each one's entries are checked against the files before use.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import marshal
 import os
 import stat
@@ -65,10 +63,18 @@ except TypeError:
     _NO_CODE = {}
 
 
+# `hashlib` and `hmac` are imported where a cache is used: loading OpenSSL costs a run without
+# one (`--no-cache`, CI) 3 ms before its files are split over the cores.
+_sha1 = None
+
+
 def content_digest(data: bytes) -> bytes:
     # SHA-1 is the fastest hashlib digest here (0.04 s for upstream's 68 MB, blake2b 0.11 s); it
     # tells one version of a file from the next (the cache file itself is authenticated).
-    return hashlib.sha1(data).digest()
+    global _sha1
+    if _sha1 is None:
+        from hashlib import sha1 as _sha1
+    return _sha1(data).digest()
 
 
 # What ruff and import-linter put in theirs: git ignores the directory's contents, and backup
@@ -212,6 +218,9 @@ def _key() -> bytes:
 
 
 def _mac(payload: bytes) -> bytes:
+    import hashlib
+    import hmac
+
     return hmac.new(_key(), payload, hashlib.sha256).digest()
 
 
@@ -230,6 +239,8 @@ def tool_fingerprint() -> str:
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(directory, name))
                     parts.append(f"{os.path.relpath(directory, package)}/{name}:{st.st_mtime_ns}:{st.st_size}")
+        import hashlib
+
         _FINGERPRINT = hashlib.sha256("\n".join(parts).encode()).hexdigest()
     return _FINGERPRINT
 
@@ -239,6 +250,8 @@ class Cache:
     `save(data, started)`. `data` holds plain values only (what `marshal` writes)."""
 
     def __init__(self, directory: str, key: str, kind: str = "records") -> None:
+        import hashlib
+
         self.directory = directory
         self.name = f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.{kind}"
         self.path = os.path.join(directory, self.name)
@@ -266,6 +279,8 @@ class Cache:
             self.status = "corrupt"
             return {}
         digest, payload = blob[len(MAGIC):len(MAGIC) + 32], blob[len(MAGIC) + 32:]
+        import hmac
+
         if not hmac.compare_digest(_mac(payload), digest):
             self.status = "corrupt"
             return {}
