@@ -133,7 +133,7 @@ def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None, o
     lead = {"lead": len(mine_first)} if own is not None else {}
     # (With chunks of its own first, one process still reads the rest in several chunks: the
     # part acts on what comes back from its scans between two chunks.)
-    pieces = chunks(files, max(n, 2) if mine_first else n, weight) if files else []
+    pieces = chunks(files, max(n, 2), weight) if mine_first else chunks(files, n, weight)
     n = min(n, len(pieces) + (1 if mine_first else 0))  # (`--jobs 10000`: a process per chunk at most)
     try:
         queue = _Queue(len(pieces)) if n > 1 else None
