@@ -24,8 +24,12 @@ import functools
 import os
 import stat as stat_mod
 from collections import deque
+from operator import attrgetter
 
 from contracts._record import Record
+
+_NAME = attrgetter("name")
+_REL = attrgetter("rel")
 
 # Deeper than any real package (upstream sglang nests 12 deep); bounds the walk on hostile trees.
 MAX_DEPTH = 256
@@ -115,7 +119,7 @@ def discover(src: str, roots: tuple[str, ...] | list[str], layout=None) -> Disco
             result.missing_roots.append(root)
     walker.follow_links()
     _drop_shadowed(result)
-    result.files.sort(key=lambda f: f.rel)
+    result.files.sort(key=_REL)
     result.skipped.sort()
     return result
 
@@ -182,12 +186,39 @@ class _Walker:
         self.result.other_modules[".".join(parts)] = "directory"
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_NAME)
         except OSError as e:
             self.skip(directory, f"cannot list directory: {e.strerror or e}")
             return
+        if self.layout is not None and self.layout.exclude:
+            for entry in entries:
+                self._entry(entry, parts, depth)
+            return
+        # What nearly every entry is -- an ASCII name, no link, a directory or a regular `.py`
+        # file -- is taken here, its relative path and module name made from its directory's
+        # (0.5.23: 37 -> 28 ms); anything else goes through `_entry`, which says why it is skipped.
+        rel_dir = self.rel(directory) + "/"
+        prefix = ".".join(parts)
+        files = self.result.files
         for entry in entries:
-            self._entry(entry, parts, depth)
+            name = entry.name
+            try:
+                plain = name.isascii() and not entry.is_symlink()
+                if plain and entry.is_dir(follow_symlinks=False):
+                    if name != "__pycache__":
+                        self.walk(entry.path, parts + [name], depth + 1)
+                    continue
+                st = entry.stat(follow_symlinks=False) if plain and name.endswith(".py") else None
+            except OSError:
+                st = None
+            if st is None or not stat_mod.S_ISREG(st.st_mode):
+                self._entry(entry, parts, depth)
+            elif name == "__init__.py":
+                files.append(SourceFile(entry.path, rel_dir + name, prefix, True, st.st_mtime_ns, st.st_size,
+                                        st.st_ctime_ns))
+            else:
+                files.append(SourceFile(entry.path, rel_dir + name, f"{prefix}.{name[:-3]}", False, st.st_mtime_ns,
+                                        st.st_size, st.st_ctime_ns))
 
     layout = None
 
