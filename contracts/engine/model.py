@@ -224,11 +224,13 @@ def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: in
         if plan.texts:
             model.texts.update(part.texts)
             model.statements.update(part.statements)
-    order = {f.rel: i for i, f in enumerate(disc.files)}
-    records = dict(sorted(records.items(), key=lambda item: order[item[0]]))
-    unreadable = dict(sorted(unreadable.items(), key=lambda item: order[item[0]]))
+    # In walk order (every key is a walked file's): one pass over the walk, not a sort.
+    rels = [f.rel for f in disc.files]
+    records = {rel: records[rel] for rel in rels if rel in records}
+    unreadable = {rel: unreadable[rel] for rel in rels if rel in unreadable} if unreadable else {}
     if plan.texts:
-        model.texts = dict(sorted(model.texts.items(), key=lambda item: order[item[0]]))
+        texts = model.texts
+        model.texts = {rel: texts[rel] for rel in rels if rel in texts}
 
     by_rel = {f.rel: f for f in disc.files}
 
