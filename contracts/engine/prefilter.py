@@ -103,17 +103,19 @@ class RemovedPrefilter:
                 continue
             for start, end in (matches_after(pattern, head, data) if found is None
                                else found.of_root(root, pattern, head)):
-                if start and data[start - 1] in _WORD:
+                before = data[start - 1] if start else 10
+                if before in _WORD:
                     continue  # inside a longer name (`my_root`, `x.root`)
                 path = data[start:end]
                 kind = kinds.get(path)
                 if kind is None:
                     kind = kind_of(path)
+                after = data[end] if end < size else 10
+                if not kind and after < 128 and before not in _QUOTES:
+                    continue  # (nine mentions in ten: a name of no prefix, outside a string)
                 if kind & 1:  # UNDER
                     yield start
                     continue
-                after = data[end] if end < size else 10
-                before = data[start - 1] if start else 10
                 # A name that neither lies under a prefix nor begins one (`kind` 0) stays so
                 # however its text goes on: only the package of a relative `import_module`
                 # target can still lead under a prefix (`import_module("..b", "r.x")`).
