@@ -87,7 +87,7 @@ class EdgeScanner:
         self._native_broken = False
         self._within: dict = {}  # PrefixIndex -> the known modules under it (`scan_into`)
 
-    def scan_into(self, files: list[SourceFile], index, decoded=frozenset()
+    def scan_into(self, files: list[SourceFile], index, decoded=frozenset(), memory: dict[str, str] | None = None
                   ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
         """`scan(files)`, keeping only the edges into the packages of `index` (a `PrefixIndex`),
         the scanner told of those packages' modules and of `files` alone: an import resolves to a
@@ -104,8 +104,12 @@ class EdgeScanner:
             within = self._within.get(index)
             if within is None:
                 within = self._within[index] = {m: f for m, f in self.known.items() if index.longest_of(m) is not None}
+            args = self._arguments({**within, **{f.module: f for f in native}})
             try:
-                edges.update(self._native(native, failed, args=self._arguments({**within, **{f.module: f for f in native}})))
+                if memory:
+                    native = self._from_memory(native, memory, args, edges)
+                if native:
+                    edges.update(self._native(native, failed, args=args))
             except Exception:  # pragma: no cover - depends on grimp internals; the whole scan is exact
                 self._native_broken = True
                 others = others + native
@@ -117,6 +121,36 @@ class EdgeScanner:
             failed.update(rest[1])
         return ({m: [e for e in found if index.longest_of(e[0]) is not None] for m, found in edges.items()},
                 failed)
+
+    def _from_memory(self, files: list[SourceFile], memory: dict[str, str], args, edges: dict) -> list[SourceFile]:
+        """Scan the files of `files` whose text `memory` gives (the start of each file: what
+        `reading.narrow_cut` keeps) from that text, into `edges`; the files left to scan from disk,
+        whole: those it does not give, and those whose given text does not parse (cut inside a
+        string or a statement: the whole file says whether it parses). grimp's in-memory file
+        system stands in for the disk; without one (another grimp) every file is read whole."""
+        rust, module_file, packages, _ = args
+        try:
+            # (Its `write` stores a text as it is given; the `content_map` of its constructor
+            # dedents and strips what it is given, a test double's convenience.)
+            fs = rust.FakeBasicFileSystem()
+            for f in files:
+                if f.module in memory:
+                    fs.write(f.path, memory[f.module])
+            # What is scanned from memory is exactly what was given, or it is read from disk.
+            given = [f for f in files if f.module in memory and fs.read(f.path) == memory[f.module]]
+        except Exception:  # noqa: BLE001 - not this grimp's in-memory file system: read the files
+            return files
+        if not given:
+            return files
+        unparsed: dict[str, str] = {}
+        try:
+            # (Each text that does not parse costs a scan of those left: after two, the rest are
+            # read whole from disk.)
+            edges.update(self._native(given, unparsed, args=(rust, module_file, packages, fs), give_up=2))
+        except Exception:  # noqa: BLE001 - whatever went wrong there, the files on disk say it
+            return files
+        scanned = {f.module for f in given}
+        return [f for f in files if f.module not in scanned or f.module in unparsed]
 
     def _native_ok(self, f: SourceFile, decoded) -> bool:
         return (_identifier_module(f.module) and _named_as_found(f) and f.module not in decoded
@@ -197,8 +231,10 @@ class EdgeScanner:
             self._basic = rust.RealBasicFileSystem()
         return rust, module_file, packages, self._basic
 
-    def _native(self, files: list[SourceFile], failed: dict[str, str], syntax_only: bool = False, args=None
-                ) -> dict[str, list[tuple]]:
+    def _native(self, files: list[SourceFile], failed: dict[str, str], syntax_only: bool = False, args=None,
+                give_up: int | None = None) -> dict[str, list[tuple]]:
+        """`give_up`: after this many files that do not parse (each one makes the scanner stop and
+        the rest be asked for again), the rest go into `failed` too, unscanned."""
         rust, module_file, packages, basic = args or (self._alone(files) if syntax_only else self._setup())
         # By name, not a set of grimp's dataclasses: hashing and sorting those costs 0.8 s at 50k files.
         todo = {f.module: module_file[f.module] for f in files if f.module in module_file}
@@ -221,6 +257,11 @@ class EdgeScanner:
                 failed[bad] = (f"syntax error, line {getattr(e, 'lineno', '?')}: "
                                f"{getattr(e, 'text', '') or ''}").strip()
                 del todo[bad]
+                if give_up is not None:
+                    give_up -= 1
+                    if give_up < 0:
+                        failed.update(dict.fromkeys(todo, "not scanned"))
+                        break
                 continue
             for mf, imports in scanned.items():
                 result[mf.name] = sorted(

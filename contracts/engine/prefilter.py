@@ -91,6 +91,11 @@ class RemovedPrefilter:
             found = None
         return next(self._hits(data, module, is_package, found), None) is not None
 
+    def last_hot(self, data: bytes, module: str, is_package: bool, found: Mentions | None = None) -> int | None:
+        """The offset of the last thing in `data` that makes a line hot, or None (`data` holds no
+        `\\r`: offsets are the text's own)."""
+        return max(self._hits(data, module, is_package, found), default=None)
+
     def _hits(self, data: bytes, module: str, is_package: bool, found: Mentions | None = None):
         """The offsets in `data` (newlines only) of what makes a line hot, in no order."""
         size = len(data)
@@ -327,3 +332,32 @@ def _line_numbers(data: bytes, offsets: list[int]) -> list[int]:
         if not out or out[-1] != line:
             out.append(line)
     return out
+
+
+# A line that may start a top-level statement (a letter, `_`, a non-ASCII byte or `@` at column 0),
+# and the clauses that continue the statement before (`try:` is not whole without its `except`).
+_STATEMENT_START = re.compile(rb"\n(?=[A-Za-z_@\x80-\xff])")
+_CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
+
+
+def statement_start_after(data: bytes, offset: int) -> int:
+    """Where the first line after the one holding `offset` that may start a top-level statement
+    begins (`len(data)` if none): not a clause of the statement before, and after an even count
+    of each triple quote (a line of a docstring is not one). A guess that only the parse can
+    confirm: `data[:cut]` does not parse where the cut is inside a string, brackets or a
+    statement, and it parses as the start of `data` does where it is not."""
+    pos = data.find(b"\n", offset)
+    counted = 0
+    double = single = 0
+    while pos >= 0:
+        m = _STATEMENT_START.search(data, pos)
+        if m is None:
+            break
+        cut = m.end()
+        double += data.count(b'"""', counted, cut)
+        single += data.count(b"'''", counted, cut)
+        counted = cut
+        if not (double % 2 or single % 2) and _CLAUSE.match(data, cut) is None:
+            return cut
+        pos = cut
+    return len(data)

@@ -22,7 +22,7 @@ MAX_READ_BYTES = 64 * 2**20
 # `parse-error` (it was never looked at).
 UNREADABLE = "cannot read"
 
-SCAN_VERSION = "9"  # 9: a higher layer's files naming the kernel package keep only their edges into it (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
+SCAN_VERSION = "10"  # 10: those files scanned up to the statement after the last line that may name the package (`reading.narrow_cut`); 9: a higher layer's files naming the kernel package keep only their edges into it (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
 # A record, one per file (a list of plain values): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)

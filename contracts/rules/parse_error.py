@@ -12,6 +12,9 @@ removed module (an import or a quoted dotted path under one, found by name parts
 Python decodes it, identifiers NFKC-normalized), when a line of it may name the kernel package
 a rule checks (the same search, for that package), or when it lies in a package a rule checks.
 A syntax error in any other file cannot hide a finding, since that file names nothing checked.
+A file of a higher layer parsed only because it may name the kernel package is parsed up to the
+first top-level statement after its last line that may: a syntax error after that cannot hide
+a finding either, and is not reported (`docs/guarantees.md`).
 
 ## Why is this bad?
 An import in a file the tool cannot read is an import it cannot check: silence there would

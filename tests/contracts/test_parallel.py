@@ -23,12 +23,12 @@ from .conftest import REPO, run_cli
 class _Serial(reading_mod._Background):
     """The scans in this thread, in the order they are asked for: the serial run."""
 
-    def submit(self, files, decoded, syntax_only=False, into=None, tag=None) -> None:
+    def submit(self, files, decoded, syntax_only=False, into=None, tag=None, memory=None) -> None:
         if files:
             files = list(files)
             self.asked += 1
             self.done.append((True, files, self.scanner.scan(files, frozenset(decoded), syntax_only) if into is None
-                              else self.scanner.scan_into(files, into, frozenset(decoded)), tag))
+                              else self.scanner.scan_into(files, into, frozenset(decoded), memory), tag))
 
 
 def _generated(tree) -> dict:
