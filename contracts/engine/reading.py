@@ -393,12 +393,20 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
         from contracts.engine.prefilter import Mentions
 
         found = Mentions(hay)
-    # A module under a graph prefix is a graph file whatever it names; its bytes are searched
-    # only where the DECODED test below compares what the bytes and the text name.
-    raw_graph = under_graph if under_graph and hay is data else names_graph(data)
+    joint = None  # both prefilters' hits in one pass over the mentions, and the text they are in
+    if found is not None and hay is data and not under_graph:
+        from contracts.engine.prefilter import joint_hits
+
+        joint = joint_hits(prefilter, graph_prefilter, data, module, f.is_package, found)
+        raw_graph = bool(joint[1]) and any(w in data for w in plan.graph_words)
+    else:
+        # A module under a graph prefix is a graph file whatever it names; its bytes are searched
+        # only where the DECODED test below compares what the bytes and the text name.
+        raw_graph = under_graph if under_graph and hay is data else names_graph(data)
     graph_hit = raw_graph or under_graph
     if prefilter is not None:
-        lines = prefilter.hot_lines(hay, module, f.is_package, found)
+        lines = (prefilter.lines_of(joint[2], joint[0]) if joint is not None
+                 else prefilter.hot_lines(hay, module, f.is_package, found))
         ast_hit = bool(lines) or under_ast
         decoded = False
         if hay is not data:
@@ -411,7 +419,7 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
             graph_hit = graph_hit or hay_graph
         flags = (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0)
         if cuts is not None and graph_hit and hay is data and plan.narrow_file(module, flags):
-            cut = narrow_cut(data, f, graph_prefilter, found)
+            cut = narrow_cut(data, f, graph_prefilter, found, joint[1] if joint is not None else None)
             if cut is not None:
                 cuts[f.rel] = cut
         return flags, lines
@@ -427,11 +435,12 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
     return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), None
 
 
-def narrow_cut(data: bytes, f: SourceFile, graph_prefilter, found=None) -> int | None:
+def narrow_cut(data: bytes, f: SourceFile, graph_prefilter, found=None, hits: list[int] | None = None) -> int | None:
     """Where the text of a file that keeps only its edges into the kernel package
     (`ScanPlan.narrow_file`) may be cut for grimp's scan: at the first top-level statement after
     the last line that may name the package (`prefilter.statement_start_after`), or None (the
-    whole file: nothing to leave out, a `\\r` in it, no prefilter).
+    whole file: nothing to leave out, a `\\r` in it, no prefilter). `hits`: the package's
+    prefilter's hits in `data`, where they are known (`prefilter.joint_hits`).
 
     Every import of the package lies before the cut, so the edges into it are those of the
     whole file; a syntax error after it cannot hide one, and is not looked for. A cut inside a
@@ -442,7 +451,7 @@ def narrow_cut(data: bytes, f: SourceFile, graph_prefilter, found=None) -> int |
         return None
     from contracts.engine.prefilter import statement_start_after
 
-    last = graph_prefilter.last_hot(data, f.module, f.is_package, found)
+    last = graph_prefilter.last_hot(data, f.module, f.is_package, found) if hits is None else max(hits, default=None)
     if last is None:
         return None
     cut = statement_start_after(data, last)

@@ -162,6 +162,27 @@ def test_fast_path_finds_what_a_full_ast_pass_finds(data, place):
     assert _findings(module, is_package, _fast(data, module, is_package)) == _findings(module, is_package, full.refs)
 
 
+# A second set of prefixes, as the kernel package's prefilter reads the same files: one of them
+# under a removed prefix, one an ancestor of some, one beside them, one under another root.
+OTHER_PREFIXES = ("pkg.srt", "pkg.a.b.c.d", "pkg.kept", "other")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=source(), place=st.sampled_from(PLACES), shared=st.booleans())
+def test_one_pass_for_two_prefilters_finds_what_each_finds_alone(data, place, shared):
+    """`joint_hits`: the hits of both prefilters in one pass over the mentions are those each
+    finds by itself (CRLF text included), with or without the mentions found once for both."""
+    from contracts.engine.prefilter import Mentions, joint_hits
+
+    module, is_package = place
+    first, second = RemovedPrefilter(PREFIXES), RemovedPrefilter(OTHER_PREFIXES)
+    found = Mentions(data) if shared else None
+    hits_a, hits_b, text = joint_hits(first, second, data, module, is_package, found)
+    assert first.lines_of(text, hits_a) == RemovedPrefilter(PREFIXES).hot_lines(data, module, is_package)
+    assert sorted(set(hits_b)) == sorted(set(RemovedPrefilter(OTHER_PREFIXES)._hits(text, module, is_package)))
+    assert bool(hits_b) == RemovedPrefilter(OTHER_PREFIXES).any_hot(data, module, is_package)
+
+
 def test_hot_lines_do_not_depend_on_unrelated_prefixes():
     data = b"from pkg.srt.layers import dead\nfrom pkg.srt.layers import fine\n"
     few = RemovedPrefilter(PREFIXES).hot_lines(data, "pkg.mod", False)
