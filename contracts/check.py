@@ -94,12 +94,14 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
     name_prefixes: set[str] = set()
     stop: set[str] = set()
     for spec in groups:
+        # (The names an edge imports are read by `private-import` alone, of edges into a group
+        # from outside it: see `ScanPlan.name_prefixes`.)
+        name_prefixes.add(spec.container)
         for m in (spec.container, *spec.shared_modules):
             top = _below_root(m)
             graph_prefixes.add(top)
             graph_words.add(top.rsplit(".", 1)[-1].encode())
             graph_named.add(top)
-            name_prefixes.add(m)
     for spec in layers:
         graph_prefixes.update(spec.layers[1:])
     # A chain stops at a higher layer of any configured `layer` contract (see contract_findings),

@@ -618,11 +618,13 @@ def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None, decode
     """The from-imported names of `edges` into `prefixes`, by line. `decoded`: Python reads the
     file otherwise than its bytes (a declared encoding): the names come from that text."""
     needed = {}
+    importer = f.module
     for imported, line, contents in edges:
         # (`from a.b \` continues on the next line: the names are read off the whole statement)
-        if line not in needed and (decoded or "import" in contents or contents.endswith("\\")) and (
-                prefixes.longest_of(imported) is not None):
-            needed[line] = contents.lstrip("\ufeff")  # (grimp keeps a BOM in line 1's text)
+        if line not in needed and (decoded or "import" in contents or contents.endswith("\\")):
+            prefix = prefixes.longest_of(imported)
+            if prefix is not None and not _one_child(importer, imported, prefix):
+                needed[line] = contents.lstrip("\ufeff")  # (grimp keeps a BOM in line 1's text)
     if not needed:
         return None
     out: dict = {}
@@ -646,6 +648,18 @@ def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None, decode
             names = statement_names(lines, line)
         out[line] = names
     return out
+
+
+def _one_child(importer: str, imported: str, prefix: str) -> bool:
+    """Do `importer` and `imported` lie in one child package of `prefix` (a group importing
+    itself)? (On 0.5.23, 1,407 edges keep their names, against 2,253 with the shared modules'
+    and the groups' own.)"""
+    head = prefix + "."
+    if not importer.startswith(head):
+        return False
+    n = len(head)
+    child = imported[n:].partition(".")[0]
+    return bool(child) and importer[n:].partition(".")[0] == child
 
 
 def _bytes_are_lines(data: bytes) -> bool:

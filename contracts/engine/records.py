@@ -38,7 +38,9 @@ class ScanPlan(Record, frozen=True):
     graph_words: tuple[bytes, ...]  # a file containing one of these gets its edges scanned
     graph_prefixes: tuple[str, ...]  # modules under these always get their edges scanned
     closure_stop: tuple[str, ...]  # the import closure does not enter these
-    name_prefixes: tuple[str, ...]  # edges into these keep their from-imported names
+    # Edges into these keep their from-imported names, but for an edge between two modules of
+    # one child package of a prefix (a group's imports of itself: no rule reads their names).
+    name_prefixes: tuple[str, ...]
     # The removed prefixes themselves: files are routed to ast by `prefilter.py` (lookups by
     # name parts, one pass over the bytes), not by searching for each of `ast_words`.
     removed: tuple[str, ...]

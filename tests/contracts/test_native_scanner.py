@@ -259,3 +259,23 @@ def test_a_scan_into_a_package_gives_the_whole_scans_edges_into_it(tmp_path_fact
     assert into_failed == whole_failed
     assert into.get(module) == (None if module not in whole else
                                 [e for e in whole[module] if index.longest_of(e[0]) is not None])
+
+
+def test_names_are_kept_for_the_edges_into_a_group_from_outside_it_alone():
+    """`ScanPlan.name_prefixes`: `private-import` reads the names of an edge into a group from
+    another group or from outside the container; a group's imports of itself keep none."""
+    from contracts.engine.reading import _names_for, _one_child
+    from contracts.engine.discover import SourceFile
+    from contracts.prefixes import PrefixIndex
+
+    assert _one_child("c.ops.gemm.x", "c.ops.gemm._y", "c.ops")
+    assert _one_child("c.ops.gemm", "c.ops.gemm.y", "c.ops")
+    assert not _one_child("c.ops.gemm.x", "c.ops.moe.y", "c.ops")
+    assert not _one_child("c.srt.x", "c.ops.gemm.y", "c.ops")
+    assert not _one_child("c.ops", "c.ops.gemm", "c.ops") and not _one_child("c.opsx.a", "c.opsx.a", "c.ops")
+    index = PrefixIndex(["c.ops"])
+    edges = [("c.ops.gemm._y", 1, "from c.ops.gemm._y import _z"), ("c.ops.moe", 2, "from c.ops.moe import _w")]
+    inside = SourceFile("/r/c/ops/gemm/x.py", "c/ops/gemm/x.py", "c.ops.gemm.x", False, 0, 0)
+    outside = SourceFile("/r/c/srt/x.py", "c/srt/x.py", "c.srt.x", False, 0, 0)
+    assert _names_for(inside, edges, index) == {2: ("_w",)}
+    assert _names_for(outside, edges, index) == {1: ("_z",), 2: ("_w",)}
