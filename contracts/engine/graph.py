@@ -62,6 +62,9 @@ _NOT_LEVEL_BYTES = bytes(c for c in range(256) if c not in b"+-*/%@&|^<>.([~")
 _LEVEL_WORDS = (b"not", b"if", b"lambda", b"await")  # each level of these takes 4 bytes or more
 
 
+_UNSEEN = object()
+
+
 def too_deep_for_native(data: bytes) -> bool:
     """Could `data` nest deeper than grimp's parser survives? (Cheap, errs on the side of yes.)"""
     if len(data) < SAFE_BYTES:
@@ -86,6 +89,7 @@ class EdgeScanner:
         self._basic = None
         self._native_broken = False
         self._within: dict = {}  # PrefixIndex -> the known modules under it (`scan_into`)
+        self._module_files: dict = {}  # module -> its `ModuleFile`, or None (`_arguments`)
 
     def scan_into(self, files: list[SourceFile], index, decoded=frozenset(), memory: dict[str, str] | None = None
                   ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
@@ -220,8 +224,17 @@ class EdgeScanner:
         """(the native module, module name -> `ModuleFile`, the `FoundPackage`s, the file system)
         for a tree of `modules`."""
         rust, FoundPackage, ModuleFile, Module = scanner_api()
-        module_file = {m: ModuleFile(module=Module(m), mtime=0) for m, f in modules.items()
-                       if _identifier_module(m) and _named_as_found(f)}
+        # One `ModuleFile` per module for every call (the whole tree's description, then the
+        # kernel package's with each batch of `scan_into`): made once, and each module's test of
+        # its name once.
+        made = self._module_files
+        module_file = {}
+        for m, f in modules.items():
+            mf = made.get(m, _UNSEEN)
+            if mf is _UNSEEN:
+                mf = made[m] = ModuleFile(module=Module(m), mtime=0) if _identifier_module(m) and _named_as_found(f) else None
+            if mf is not None:
+                module_file[m] = mf
         packages = {
             FoundPackage(name=root, directory=directory, module_files=frozenset(
                 mf for m, mf in module_file.items() if is_under(m, root)))
