@@ -83,6 +83,13 @@ class EdgeScanner:
     the first call and reused: the import closure calls the scanner once per round.
     """
 
+    # The scanner reads the modules and packages it is told of by their attributes: plain
+    # objects with grimp's field names (`_ModuleFile`, ...) cost a description of 0.5.23's 4,716
+    # modules less than grimp's dataclasses (hashed in Python for their frozenset), and spare
+    # each run the import of grimp's file-system ports (`typing` with them) before the fork.
+    # Where a grimp refuses them, its own classes are used from then on (`_native`).
+    light = True
+
     def __init__(self, known: dict[str, SourceFile], roots: dict[str, str]) -> None:
         self.known, self.roots = known, roots
         self._native_args = None
@@ -90,6 +97,7 @@ class EdgeScanner:
         self._native_broken = False
         self._within: dict = {}  # PrefixIndex -> the known modules under it (`scan_into`)
         self._module_files: dict = {}  # module -> its `ModuleFile`, or None (`_arguments`)
+        self._made_light = EdgeScanner.light  # of which kind those are
 
     def scan_into(self, files: list[SourceFile], index, decoded=frozenset(), memory: dict[str, str] | None = None
                   ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
@@ -212,7 +220,7 @@ class EdgeScanner:
             return False  # the scanner reports it unreadable
 
     def _setup(self):
-        if self._native_args is None:
+        if self._native_args is None or self._made_light is not EdgeScanner.light:
             self._native_args = self._arguments(self.known)
         return self._native_args
 
@@ -223,10 +231,15 @@ class EdgeScanner:
     def _arguments(self, modules: dict[str, SourceFile]):
         """(the native module, module name -> `ModuleFile`, the `FoundPackage`s, the file system)
         for a tree of `modules`."""
-        rust, FoundPackage, ModuleFile, Module = scanner_api()
+        if EdgeScanner.light:
+            rust, FoundPackage, ModuleFile, Module = _native_module(), _FoundPackage, _ModuleFile, _Module
+        else:
+            rust, FoundPackage, ModuleFile, Module = scanner_api()
         # One `ModuleFile` per module for every call (the whole tree's description, then the
         # kernel package's with each batch of `scan_into`): made once, and each module's test of
         # its name once.
+        if self._made_light is not EdgeScanner.light:  # (grimp refused the light ones since)
+            self._module_files, self._made_light = {}, EdgeScanner.light
         made = self._module_files
         module_file = {}
         for m, f in modules.items():
@@ -266,6 +279,12 @@ class EdgeScanner:
                 bad = next((name for name in todo
                             if filename and _module_path_matches(name, filename, self.roots)), None)
                 if bad is None:
+                    if any(isinstance(p, _FoundPackage) for p in packages):
+                        # Not a file's fault: this grimp wants its own classes (see `light`).
+                        EdgeScanner.light = False
+                        module_file, packages = _as_grimps(module_file, packages)
+                        todo = {m: module_file[m] for m in todo}
+                        continue
                     raise RuntimeError("native scan failed") from e
                 failed[bad] = (f"syntax error, line {getattr(e, 'lineno', '?')}: "
                                f"{getattr(e, 'text', '') or ''}").strip()
@@ -284,6 +303,48 @@ class EdgeScanner:
         return result
 
 
+class _Module:
+    """What grimp's scanner reads of its `Module`."""
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _ModuleFile:
+    """What grimp's scanner reads of its `ModuleFile`."""
+    __slots__ = ("module", "mtime")
+
+    def __init__(self, module: _Module, mtime: float) -> None:
+        self.module, self.mtime = module, mtime
+
+
+class _FoundPackage:
+    """What grimp's scanner reads of its `FoundPackage`."""
+    __slots__ = ("name", "directory", "module_files", "namespace_packages")
+
+    def __init__(self, name: str, directory: str, module_files: frozenset,
+                 namespace_packages: frozenset = frozenset()) -> None:
+        self.name, self.directory, self.module_files = name, directory, module_files
+        self.namespace_packages = namespace_packages
+
+
+def _as_grimps(module_file: dict, packages) -> tuple[dict, set]:
+    """A description made of `_ModuleFile`s and `_FoundPackage`s, in grimp's own classes."""
+    FoundPackage, ModuleFile, Module = scanner_classes()
+    real = {m: ModuleFile(module=Module(m), mtime=0) for m in module_file}
+    return real, {FoundPackage(name=p.name, directory=p.directory, module_files=frozenset(
+        real[mf.module.name] for mf in p.module_files)) for p in packages}
+
+
+def _native_module():
+    """grimp's native scanner module, grimp loaded as `scanner_api` says."""
+    import importlib
+
+    load_grimp()
+    return importlib.import_module("grimp._rustgrimp")
+
+
 def scanner_api():
     """(grimp's native scanner module, `FoundPackage`, `ModuleFile`, `Module`): what `build_graph`
     calls the scanner with. Loaded without running grimp's package `__init__` first, where no one
@@ -299,6 +360,18 @@ def scanner_api():
 def scanner_classes():
     """`FoundPackage`, `ModuleFile` and `Module`, loaded as `scanner_api` says, without the native
     module (a process that has not loaded it may still fork)."""
+    import importlib
+
+    load_grimp()
+    finder = importlib.import_module("grimp.application.ports.modulefinder")
+    values = importlib.import_module("grimp.domain.valueobjects")
+    return finder.FoundPackage, finder.ModuleFile, values.Module
+
+
+def load_grimp() -> None:
+    """grimp's package, set up as `scanner_api` says, and the value objects its scanner makes its
+    answers of (`grimp.domain.valueobjects`), without the native module (a process that has not
+    loaded it may still fork)."""
     import importlib
     import sys
 
@@ -331,9 +404,7 @@ def scanner_classes():
 
             package.__getattr__ = finish
             sys.modules["grimp"] = package
-    finder = importlib.import_module("grimp.application.ports.modulefinder")
-    values = importlib.import_module("grimp.domain.valueobjects")
-    return finder.FoundPackage, finder.ModuleFile, values.Module
+    importlib.import_module("grimp.domain.valueobjects")
 
 
 def scan_edges(files: list[SourceFile], known: dict[str, SourceFile], roots: dict[str, str]

@@ -90,7 +90,7 @@ class PartContext(Record, frozen=True):
 
 def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     """(prefilter, graph prefilter, statement reader) for the parts of a build, made before any
-    fork with the modules a part needs imported (`forking`: grimp's classes too, not its native
+    fork with the modules a part needs imported (`forking`: grimp's value objects too, not its native
     module), so that a forked child inherits them instead of making its own."""
     # (`window`, which only a file naming a removed module needs, is imported where one is read:
     # 2.7 ms of its patterns compiled before the fork in every run otherwise.)
@@ -102,10 +102,10 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
 
         reader = StatementReader(plan.statement_roots)
     if forking:
-        from contracts.engine.graph import scanner_classes
+        from contracts.engine.graph import load_grimp
 
         try:
-            scanner_classes()
+            load_grimp()
         except Exception:  # noqa: BLE001 - no usable grimp: each scan says so, and `ast` reads the files
             pass
     return prefilter_for(plan), graph_prefilter_for(plan), reader

@@ -161,7 +161,7 @@ def test_without_grimps_in_memory_file_system_every_file_is_read_whole(tmp_path,
     disc, f = _narrow_tree(tmp_path, "from pkg.k.ops import a\ny = 1\ndef broken(:\n")
     _, memory = _memory(f, open(f.path, "rb").read())
     assert memory
-    api = graph.scanner_api
+    api, native = graph.scanner_api, graph._native_module
 
     class Without:
         def __init__(self, rust):
@@ -173,5 +173,6 @@ def test_without_grimps_in_memory_file_system_every_file_is_read_whole(tmp_path,
             return getattr(self._rust, name)
 
     monkeypatch.setattr(graph, "scanner_api", lambda: (Without(api()[0]), *api()[1:]))
+    monkeypatch.setattr(graph, "_native_module", lambda: Without(native()))
     got, failed = _scan(tmp_path, disc, [f], memory)
     assert not got and "syntax error, line 3" in failed[f.module]

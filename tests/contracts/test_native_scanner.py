@@ -95,7 +95,7 @@ def test_without_a_usable_grimp_a_two_process_run_reads_with_ast_and_finds_the_s
         "if sys.argv[1] == 'broken':\n"
         "    def broken():\n"
         "        raise ImportError('no grimp here')\n"
-        "    graph.scanner_classes = broken  # (a forked child inherits it)\n"
+        "    graph.scanner_classes = graph.load_grimp = broken  # (a forked child inherits it)\n"
         "result = run(config.load('.importlinter'), '.', jobs=2)\n"
         "print(json.dumps(sorted((f.path, f.line, f.rule, f.message) for f in result.findings)))\n"
     )
@@ -279,3 +279,41 @@ def test_names_are_kept_for_the_edges_into_a_group_from_outside_it_alone():
     outside = SourceFile("/r/c/srt/x.py", "c/srt/x.py", "c.srt.x", False, 0, 0)
     assert _names_for(inside, edges, index) == {2: ("_w",)}
     assert _names_for(outside, edges, index) == {1: ("_z",), 2: ("_w",)}
+
+
+def test_the_scanner_told_of_plain_objects_finds_what_it_finds_told_of_grimps_classes(tmp_path, monkeypatch):
+    """`EdgeScanner.light`: the description made of plain objects with grimp's field names gives
+    the edges and errors of one made of grimp's classes; where a grimp refuses them (here, one that
+    takes nothing but its own), the scan is made again with its classes, and so are later ones."""
+    from contracts.engine import graph
+
+    files, known, roots = _tree(tmp_path)
+    decoded = frozenset({"pkg.g"})
+    light = EdgeScanner(known, roots).scan(files, decoded)
+    monkeypatch.setattr(EdgeScanner, "light", False)
+    real = EdgeScanner(known, roots).scan(files, decoded)
+    assert light == real and light[0]
+
+    rust = graph._native_module()
+    FoundPackage = graph.scanner_classes()[0]
+
+    class Strict:
+        calls = 0
+
+        def __getattr__(self, name):
+            return getattr(rust, name)
+
+        def scan_for_imports(self, **kw):
+            Strict.calls += 1
+            if not all(isinstance(p, FoundPackage) for p in kw["found_packages"]):
+                raise TypeError("'_FoundPackage' object cannot be converted to 'FoundPackage'")
+            return rust.scan_for_imports(**kw)
+
+    monkeypatch.setattr(EdgeScanner, "light", True)
+    monkeypatch.setattr(graph, "_native_module", lambda: Strict())
+    assert EdgeScanner(known, roots).scan(files, decoded) == real
+    assert EdgeScanner.light is False and Strict.calls >= 2
+    calls = Strict.calls
+    into = EdgeScanner(known, roots).scan_into(files, __import__("contracts.prefixes", fromlist=["x"]).PrefixIndex(["pkg.c"]), decoded)
+    assert Strict.calls == calls  # (grimp's own classes at once: `scanner_api`, not the refused module)
+    assert into[0]
