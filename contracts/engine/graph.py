@@ -116,8 +116,8 @@ class EdgeScanner:
             within = self._within.get(index)
             if within is None:
                 within = self._within[index] = {m: f for m, f in self.known.items() if index.longest_of(m) is not None}
-            args = self._arguments({**within, **{f.module: f for f in native}})
             try:
+                args = self._arguments({**within, **{f.module: f for f in native}})
                 if memory:
                     native = self._from_memory(native, memory, args, edges)
                 if native:

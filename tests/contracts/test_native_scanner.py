@@ -317,3 +317,36 @@ def test_the_scanner_told_of_plain_objects_finds_what_it_finds_told_of_grimps_cl
     into = EdgeScanner(known, roots).scan_into(files, __import__("contracts.prefixes", fromlist=["x"]).PrefixIndex(["pkg.c"]), decoded)
     assert Strict.calls == calls  # (grimp's own classes at once: `scanner_api`, not the refused module)
     assert into[0]
+
+
+def test_without_a_usable_grimp_a_higher_layers_files_are_read_with_ast_and_find_the_same(tree, monkeypatch):
+    """The files that keep only their edges into the kernel package (cut or not) go to `ast`
+    too where grimp cannot be loaded: the same findings, no crash."""
+    from contracts import config as config_mod
+    from contracts.engine import graph
+
+    root = tree(_HIGHER)
+    cfg = config_mod.load(str(root / ".importlinter"))
+
+    def found():  # (a parse error's words are each parser's own)
+        return [f[:5] + (("",) if f[3] == "parse-error" else f[5:]) for f in _findings(root, cfg)]
+
+    whole = found()
+
+    def broken():
+        raise ImportError("no grimp here")
+
+    disc = discover(str(root), ("pkg",))
+    narrow = [f for f in disc.files if f.rel.startswith("pkg/srt/") and f.rel != "pkg/srt/g.py"]
+    index = __import__("contracts.prefixes", fromlist=["PrefixIndex"]).PrefixIndex(["pkg.kernels"])
+    native = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")}).scan_into(narrow, index)
+    monkeypatch.setattr(graph, "load_grimp", broken)
+    monkeypatch.setattr(graph, "scanner_classes", broken)
+    assert found() == whole
+    assert {"private-import", "parse-error"} <= {f[3] for f in whole}
+    # A scanner whose first call is for such files alone (a process that read no other graph
+    # file): `ast` answers for every file. (Its resolution of an import of a missing module is
+    # the nearest one above, where grimp's drops it: `pkg/srt/f.py`.)
+    by_ast = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")}).scan_into(narrow, index)
+    assert by_ast[0].keys() == native[0].keys() and by_ast[1].keys() == native[1].keys()
+    assert {m: e for m, e in by_ast[0].items() if m != "pkg.srt.f"} == {m: e for m, e in native[0].items() if m != "pkg.srt.f"}
