@@ -264,8 +264,8 @@ def test_a_scan_into_a_package_gives_the_whole_scans_edges_into_it(tmp_path_fact
 def test_names_are_kept_for_the_edges_into_a_group_from_outside_it_alone():
     """`ScanPlan.name_prefixes`: `private-import` reads the names of an edge into a group from
     another group or from outside the container; a group's imports of itself keep none."""
-    from contracts.engine.reading import _names_for, _one_child
     from contracts.engine.discover import SourceFile
+    from contracts.engine.reading import _names_for, _one_child
     from contracts.prefixes import PrefixIndex
 
     assert _one_child("c.ops.gemm.x", "c.ops.gemm._y", "c.ops")
@@ -286,6 +286,7 @@ def test_the_scanner_told_of_plain_objects_finds_what_it_finds_told_of_grimps_cl
     the edges and errors of one made of grimp's classes; where a grimp refuses them (here, one that
     takes nothing but its own), the scan is made again with its classes, and so are later ones."""
     from contracts.engine import graph
+    from contracts.prefixes import PrefixIndex
 
     files, known, roots = _tree(tmp_path)
     decoded = frozenset({"pkg.g"})
@@ -314,7 +315,7 @@ def test_the_scanner_told_of_plain_objects_finds_what_it_finds_told_of_grimps_cl
     assert EdgeScanner(known, roots).scan(files, decoded) == real
     assert EdgeScanner.light is False and Strict.calls >= 2
     calls = Strict.calls
-    into = EdgeScanner(known, roots).scan_into(files, __import__("contracts.prefixes", fromlist=["x"]).PrefixIndex(["pkg.c"]), decoded)
+    into = EdgeScanner(known, roots).scan_into(files, PrefixIndex(["pkg.c"]), decoded)
     assert Strict.calls == calls  # (grimp's own classes at once: `scanner_api`, not the refused module)
     assert into[0]
 
@@ -324,6 +325,7 @@ def test_without_a_usable_grimp_a_higher_layers_files_are_read_with_ast_and_find
     too where grimp cannot be loaded: the same findings, no crash."""
     from contracts import config as config_mod
     from contracts.engine import graph
+    from contracts.prefixes import PrefixIndex
 
     root = tree(_HIGHER)
     cfg = config_mod.load(str(root / ".importlinter"))
@@ -338,7 +340,7 @@ def test_without_a_usable_grimp_a_higher_layers_files_are_read_with_ast_and_find
 
     disc = discover(str(root), ("pkg",))
     narrow = [f for f in disc.files if f.rel.startswith("pkg/srt/") and f.rel != "pkg/srt/g.py"]
-    index = __import__("contracts.prefixes", fromlist=["PrefixIndex"]).PrefixIndex(["pkg.kernels"])
+    index = PrefixIndex(["pkg.kernels"])
     native = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")}).scan_into(narrow, index)
     monkeypatch.setattr(graph, "load_grimp", broken)
     monkeypatch.setattr(graph, "scanner_classes", broken)
