@@ -33,7 +33,7 @@ import codecs
 import re
 
 from contracts.engine.graph import names_from_text
-from contracts.engine.resolve import matches_after, resolve_relative
+from contracts.engine.resolve import CLAUSE_WORDS, matches_after, resolve_relative
 from contracts.prefixes import PrefixIndex
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") | frozenset(range(128, 256))
@@ -396,7 +396,7 @@ def _line_numbers(data: bytes, offsets: list[int]) -> list[int]:
 # A line that may start a top-level statement (a letter, `_`, a non-ASCII byte or `@` at column 0),
 # and the clauses that continue the statement before (`try:` is not whole without its `except`).
 _STATEMENT_START = re.compile(rb"\n(?=[A-Za-z_@\x80-\xff])")
-_CLAUSE = re.compile(rb"(?:else|elif|except|finally)\b")
+_CLAUSE = re.compile(rb"(?:%s)\b" % "|".join(CLAUSE_WORDS).encode())
 
 
 def statement_start_after(data: bytes, offset: int) -> int:

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import re
 
+# The clauses that continue a compound statement at its own indentation (`try:` is not whole
+# without its `except`): a line opening with one of these starts no statement. One list for the
+# patterns of `window.py` (text) and `prefilter.statement_start_after` (bytes).
+CLAUSE_WORDS = ("else", "elif", "except", "finally")
+
 
 def package_of(module: str, is_package: bool) -> str:
     """The package a relative import in `module` is relative to."""

@@ -35,7 +35,7 @@ import bisect
 import re
 import sys
 
-from contracts.engine.resolve import matches_after
+from contracts.engine.resolve import CLAUSE_WORDS, matches_after
 from contracts.engine.scan import decode_source, hot_lines, searchable
 
 # Below this many bytes a whole parse costs less than finding the statements (~1 ms).
@@ -65,7 +65,7 @@ def _candidates(text: str):
         yield 0
     for m in _CANDIDATE.finditer(text):
         yield m.end()
-_CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
+_CLAUSE = re.compile(r"(?:%s)\b" % "|".join(CLAUSE_WORDS))
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
 
 
