@@ -91,7 +91,9 @@ def _ops(group: str, module: str, *names: str) -> None:
 
 _ops("layernorm", "rmsnorm_hf", "rmsnorm_hf")
 _ops("layernorm", "fused_eh_norm", "fused_eh_norm")
-_ops("layernorm", "norm", "fused_add_rmsnorm")
+# upstream 0.5.17's package-level ops (`sglang.kernels.ops.layernorm.rmsnorm` / `.fused_add_rmsnorm`);
+# the JIT kernel's own `norm.fused_add_rmsnorm` is their launcher, not an op id of its own upstream.
+_ops("layernorm", "rmsnorm_op", "rmsnorm", "fused_add_rmsnorm")
 _ops("kvcache", "hicache", "transfer_hicache_one_layer", "transfer_hicache_all_layer")
 _ops("kvcache", "kvcache", "store_cache")
 _ops(

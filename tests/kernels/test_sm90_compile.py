@@ -41,8 +41,9 @@ types = {n: "*fp8e4nv" for n in ("k_ptr", "v_ptr", "k_cache_ptr", "v_cache_ptr")
 for word in (tl.int32, tl.uint8):
     build(kvcache._store_cache_kernel, types, {"WORD": word, "BLOCK_SIZE": 1024})
 types = {"x_ptr": "*bf16", "r_ptr": "*bf16", "w_ptr": "*bf16", "x_row_stride": "i32", "r_row_stride": "i32", "n_cols": "i32", "eps": "fp32"}
-for cast in (False, True):
-    build(norm._fused_add_rmsnorm_kernel, types, {"CAST_X_BEFORE_OUT_MUL": cast, "BLOCK_SIZE": 8192})
+for cast, fp32_sum in ((False, False), (True, False), (False, True)):
+    build(norm._fused_add_rmsnorm_kernel, types,
+          {"CAST_X_BEFORE_OUT_MUL": cast, "NORMALIZE_FP32_SUM": fp32_sum, "BLOCK_SIZE": 8192})
 act = {n: "*bf16" for n in ("x_ptr", "w_ptr", "cache_ptr", "y_ptr")}
 types = act | {"ci_ptr": "*i64", "cm_ptr": "*i1", "track_mask_ptr": "*i1", "track_idx_ptr": "*i64"}
 for track in (False, True):

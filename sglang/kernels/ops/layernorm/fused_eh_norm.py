@@ -15,9 +15,9 @@ upstream's signature `fused_eh_norm(inputs_embeds, previous_hidden, enorm_weight
 eps)` (no default eps), registered as `sglang::fused_eh_norm`.
 
 Differs from upstream: upstream takes fp16/bf16 and hidden sizes in (256, 8192] that are
-multiples of 256; this kernel takes fp32 too and any hidden size up to one program's block
-(16384), which `is_supported_fused_eh_norm_hidden_size` says; weights may be of another float
-dtype (they are upcast to fp32 before the product, as upstream's are).
+multiples of 256, which `is_supported_fused_eh_norm_hidden_size` answers as upstream's does;
+this kernel takes fp32 too and any hidden size up to one program's block (16384); weights may be
+of another float dtype (they are upcast to fp32 before the product, as upstream's are).
 """
 
 from __future__ import annotations
@@ -86,6 +86,15 @@ def fused_eh_norm_ref(
 
 
 def is_supported_fused_eh_norm_hidden_size(hidden_size: int) -> bool:
+    """Upstream's answer, as its `fused_eh_norm.py` (0.5.17 and 0.5.23) gives it: a multiple of 256 in (256, 8192].
+
+    The name is upstream's, so the answer is too; the Triton kernel takes any size up to
+    `MAX_FUSED_SIZE` (`_fits_one_block`), an extension nobody is routed to by this name.
+    """
+    return hidden_size > 256 and hidden_size <= 8192 and hidden_size % 256 == 0
+
+
+def _fits_one_block(hidden_size: int) -> bool:
     """Whether the kernel takes rows of `hidden_size`: one row must fit one program's block."""
     return 0 < hidden_size <= MAX_FUSED_SIZE
 
@@ -128,7 +137,7 @@ def _validate(inputs_embeds, previous_hidden, enorm_weight, hnorm_weight, eps) -
             raise ValueError(
                 f"{op}: {name} must be on {inputs_embeds.device} like inputs_embeds, got {t.device}"
             )
-    if inputs_embeds.numel() and not is_supported_fused_eh_norm_hidden_size(n_cols):
+    if inputs_embeds.numel() and not _fits_one_block(n_cols):
         raise ValueError(
             f"{op}: hidden size {n_cols} exceeds the kernel's row limit {MAX_FUSED_SIZE} "
             "(check `is_supported_fused_eh_norm_hidden_size` and use the torch path)"

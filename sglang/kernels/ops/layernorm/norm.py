@@ -5,6 +5,7 @@
     rstd     = rsqrt(mean(s ** 2, dim=-1) + eps)               (over the fp32 sum s)
     input    = round(round(s).float() * weight * rstd)          cast_x_before_out_mul=False
     input    = round(round(s * rstd).float() * weight)          cast_x_before_out_mul=True   (in place)
+    input    = round(s * rstd * weight)                          the fp32-sum mode (below)
 
 upstream 0.5.17's `fused_add_rmsnorm.cuh`, both modes: by default the normalized value is the
 *rounded* residual (what the next layer reads back), scaled by an rstd taken over the fp32 sum;
@@ -12,14 +13,26 @@ upstream 0.5.17's `fused_add_rmsnorm.cuh`, both modes: by default the normalized
 fp32 sum to the activation dtype, then apply the weight), which the runtime uses for models
 checked against transformers. The two disagree on about a fifth of bf16 outputs.
 
+A third mode, the fp32-sum mode, is what upstream's runtime `RMSNorm` computes by default
+(`forward_native`, and `sgl_kernel.fused_add_rmsnorm` on its CUDA path): the fp32 sum itself is
+normalized and multiplied by the weight in fp32 before the one rounding. `fused_add_rmsnorm`
+here keeps the JIT kernel's two modes (its name and signature are upstream's `norm.py`); the
+package-level `sglang.kernels.ops.layernorm.fused_add_rmsnorm` (`rmsnorm_op.py`, upstream's
+0.5.17 op) launches this kernel in the fp32-sum mode through `launch_fused_add_rmsnorm`.
+
 Unfused, this is an add that writes the new residual and a norm that reads it back. One program
 per row reads `input` and `residual` once and writes both once; the buffers are updated in place
 so the residual stream needs no allocation per layer. Registered as `sglang::fused_add_rmsnorm`.
 
 Differs from upstream: upstream's CUDA kernel takes 2-D fp16/bf16 input with a weight of the same
 dtype and hidden sizes that are multiples of 16 up to 8192; this Triton kernel also takes fp32,
-`[..., hidden]` input, a weight of another float dtype, and any hidden size up to 16384, which
-`is_supported_jit_fused_add_rmsnorm_hidden_size` reports. The rounding of both modes is upstream's.
+`[..., hidden]` input, a weight of another float dtype, and any hidden size up to 16384
+(`fits_one_block`). `is_supported_jit_fused_add_rmsnorm_hidden_size` answers as upstream's does
+(multiples of 16 up to 8192), so upstream's routing picks the same path here as there. The
+rounding of both modes is upstream's. Three public helpers upstream does not have serve the
+package-level op in `rmsnorm_op.py`, which launches this kernel in the fp32-sum mode:
+`fits_one_block` (the row limit), `validate_fused_add_rmsnorm` (the checks before any launch)
+and `launch_fused_add_rmsnorm` (the launch in any of the three modes).
 """
 
 from __future__ import annotations
@@ -45,6 +58,7 @@ def _fused_add_rmsnorm_kernel(
     n_cols,  # hidden size
     eps,  # fp32 variance epsilon
     CAST_X_BEFORE_OUT_MUL: tl.constexpr,  # Hugging Face order (see the module docstring)
+    NORMALIZE_FP32_SUM: tl.constexpr,  # upstream RMSNorm's default order (see the docstring)
     BLOCK_SIZE: tl.constexpr,  # next power of two >= n_cols
 ):
     pid = tl.program_id(0)
@@ -63,6 +77,8 @@ def _fused_add_rmsnorm_kernel(
     rstd = tl.rsqrt(tl.sum(s * s, axis=0) / n_cols + eps)
     if CAST_X_BEFORE_OUT_MUL:
         y = (s * rstd).to(x_ptr.dtype.element_ty).to(tl.float32) * w
+    elif NORMALIZE_FP32_SUM:
+        y = (s * rstd) * w
     else:
         y = s_rounded.to(tl.float32) * w * rstd
     tl.store(x_row + offsets, y.to(x_ptr.dtype.element_ty), mask=mask)
@@ -75,25 +91,42 @@ def fused_add_rmsnorm_ref(
     eps: float = 1e-6,
     *,
     cast_x_before_out_mul: bool = False,
+    normalize_fp32_sum: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pure-torch reference; returns new `(normed, new_residual)` and leaves its inputs alone."""
+    """Pure-torch reference; returns new `(normed, new_residual)` and leaves its inputs alone.
+
+    `normalize_fp32_sum=True` is the fp32-sum mode (upstream `RMSNorm.forward_native`'s order);
+    upstream's `norm.fused_add_rmsnorm` has no such parameter, hence keyword-only and only here.
+    """
     s = input.to(torch.float32) + residual.to(torch.float32)
     new_residual = s.to(residual.dtype)
     rstd = torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps)
     if cast_x_before_out_mul:
         y = (s * rstd).to(input.dtype).to(torch.float32) * weight.to(torch.float32)
+    elif normalize_fp32_sum:
+        y = (s * rstd) * weight.to(torch.float32)
     else:
         y = new_residual.to(torch.float32) * weight.to(torch.float32) * rstd
     return y.to(input.dtype), new_residual
 
 
 def is_supported_jit_fused_add_rmsnorm_hidden_size(hidden_size: int) -> bool:
-    """Whether the kernel takes rows of `hidden_size`: one row must fit one program's block."""
+    """Upstream's answer, as its `norm.py` (0.5.17 and 0.5.23) gives it: a multiple of 16 in (0, 8192].
+
+    The name is upstream's, so the answer is too: code written for upstream routes on it (the
+    runtime `RMSNorm` sends other sizes to `forward_native`). The Triton kernel takes more sizes
+    (`fits_one_block`); those are an extension nobody is routed to by this name.
+    """
+    return hidden_size > 0 and hidden_size % 16 == 0 and hidden_size <= 8192
+
+
+def fits_one_block(hidden_size: int) -> bool:
+    """Whether this Triton kernel takes rows of `hidden_size`: one row must fit one program's block."""
     return 0 < hidden_size <= MAX_FUSED_SIZE
 
 
-def _validate(input, residual, weight, eps) -> None:
-    op = "fused_add_rmsnorm"
+def validate_fused_add_rmsnorm(input, residual, weight, eps, op: str = "fused_add_rmsnorm") -> None:
+    """The checks every entry point to this kernel runs before any launch; `op` names the caller."""
     for name, t in (("input", input), ("residual", residual), ("weight", weight)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(  # noqa: TRY004 - validation raises ValueError only
@@ -124,7 +157,7 @@ def _validate(input, residual, weight, eps) -> None:
                 f"{op}: {name} must be contiguous (it is updated in place), "
                 f"got strides {t.stride()} for shape {tuple(t.shape)}"
             )
-    if input.numel() and not is_supported_jit_fused_add_rmsnorm_hidden_size(hidden):
+    if input.numel() and not fits_one_block(hidden):
         raise ValueError(
             f"{op}: hidden size {hidden} exceeds the kernel's row limit {MAX_FUSED_SIZE} "
             "(check `is_supported_jit_fused_add_rmsnorm_hidden_size` and use the torch path)"
@@ -140,6 +173,7 @@ def _fused_add_rmsnorm_op(
     weight: torch.Tensor,
     eps: float,
     cast_x_before_out_mul: bool,
+    normalize_fp32_sum: bool,
 ) -> None:
     # Storage identity is a host fact (no device read), checked here because tracing cannot.
     if input.untyped_storage().data_ptr() == residual.untyped_storage().data_ptr():
@@ -147,7 +181,12 @@ def _fused_add_rmsnorm_op(
     if not use_triton(input, residual, weight):
         # No Triton on this device (a CPU without the interpreter): the reference, in place.
         normed, new_residual = fused_add_rmsnorm_ref(
-            input, residual, weight, eps, cast_x_before_out_mul=cast_x_before_out_mul
+            input,
+            residual,
+            weight,
+            eps,
+            cast_x_before_out_mul=cast_x_before_out_mul,
+            normalize_fp32_sum=normalize_fp32_sum,
         )
         residual.copy_(new_residual)
         input.copy_(normed)
@@ -165,14 +204,32 @@ def _fused_add_rmsnorm_op(
         hidden,
         float(eps),
         CAST_X_BEFORE_OUT_MUL=cast_x_before_out_mul,
+        NORMALIZE_FP32_SUM=normalize_fp32_sum,
         BLOCK_SIZE=block_size,
         num_warps=row_num_warps(block_size),
     )
 
 
 @_fused_add_rmsnorm_op.register_fake
-def _(input, residual, weight, eps, cast_x_before_out_mul) -> None:
+def _(input, residual, weight, eps, cast_x_before_out_mul, normalize_fp32_sum) -> None:
     return None
+
+
+def launch_fused_add_rmsnorm(
+    input: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    *,
+    cast_x_before_out_mul: bool,
+    normalize_fp32_sum: bool,
+) -> None:
+    """Launch in any of the three modes on inputs `validate_fused_add_rmsnorm` accepted."""
+    if input.numel() == 0:
+        return
+    _fused_add_rmsnorm_op(
+        input, residual, weight, float(eps), bool(cast_x_before_out_mul), bool(normalize_fp32_sum)
+    )
 
 
 def fused_add_rmsnorm(
@@ -189,15 +246,22 @@ def fused_add_rmsnorm(
     fp32/fp16/bf16; upstream fp16/bf16), `weight` is `[hidden]`; see the module docstring for
     the two rounding orders `cast_x_before_out_mul` picks between.
     """
-    _validate(input, residual, weight, eps)
-    if input.numel() == 0:
-        return None
-    _fused_add_rmsnorm_op(input, residual, weight, float(eps), bool(cast_x_before_out_mul))
-    return None
+    validate_fused_add_rmsnorm(input, residual, weight, eps)
+    launch_fused_add_rmsnorm(
+        input,
+        residual,
+        weight,
+        eps,
+        cast_x_before_out_mul=cast_x_before_out_mul,
+        normalize_fp32_sum=False,
+    )
 
 
 __all__ = [
+    "fits_one_block",
     "fused_add_rmsnorm",
     "fused_add_rmsnorm_ref",
     "is_supported_jit_fused_add_rmsnorm_hidden_size",
+    "launch_fused_add_rmsnorm",
+    "validate_fused_add_rmsnorm",
 ]

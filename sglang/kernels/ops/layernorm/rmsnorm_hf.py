@@ -14,8 +14,9 @@ upstream 0.5.17's signature `rmsnorm_hf(input, weight, eps=1e-6, out=None) -> ou
 as `sglang::rmsnorm_hf`.
 
 Differs from upstream: upstream takes 2-D fp16/bf16 input with a weight of its dtype and hidden
-sizes that are multiples of 32 (below 512) or of 512; this one also takes `[..., hidden]`, fp32,
-any hidden size up to 16384 (`is_supported_rmsnorm_hf_hidden_size`), and a weight of another
+sizes that are multiples of 32 (below 512) or of 512 (`is_supported_rmsnorm_hf_hidden_size`
+answers as upstream's does); this one also takes `[..., hidden]`, fp32, any hidden size (rows up
+to 16384 in the Triton kernel, longer rows by the reference formula), and a weight of another
 float dtype, in which case the product is in `torch.promote_types(input.dtype, weight.dtype)`,
 as Hugging Face's is (with equal dtypes that is upstream's output dtype).
 """
@@ -32,6 +33,10 @@ from sglang.kernels.jit import MAX_FUSED_SIZE, next_power_of_2, row_num_warps, u
 
 # The dtypes the kernel loads and stores; all are upcast to fp32 for the reduction.
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Upstream's two launch configs (its `rmsnorm_hf.py`): a warp per row below 512 columns, in
+# multiples of a warp; a CTA per row from 512 up, in multiples of 512. Only the predicate uses them.
+_WARP_SIZE = 32
+_CTA_BLOCK_SIZE = 512
 
 
 @triton.jit
@@ -77,7 +82,20 @@ def rmsnorm_hf_ref(
 
 
 def is_supported_rmsnorm_hf_hidden_size(hidden_size: int) -> bool:
-    """Whether the kernel takes rows of `hidden_size`: one row must fit one program's block."""
+    """Upstream's answer, as its `rmsnorm_hf.py` (0.5.17 and 0.5.23) gives it.
+
+    A multiple of 32 in [32, 512) (upstream's warp kernel) or a multiple of 512 (its CTA kernel,
+    no upper bound). The name is upstream's, so the answer is too: code written for upstream
+    (the runtime `RMSNorm`) routes on it. Every size it accepts runs here: rows up to
+    `MAX_FUSED_SIZE` in the Triton kernel, longer ones by the reference formula in the same op.
+    """
+    if _WARP_SIZE <= hidden_size < _CTA_BLOCK_SIZE and hidden_size % _WARP_SIZE == 0:
+        return True
+    return hidden_size >= _CTA_BLOCK_SIZE and hidden_size % _CTA_BLOCK_SIZE == 0
+
+
+def _fits_one_block(hidden_size: int) -> bool:
+    """Whether the Triton kernel takes rows of `hidden_size`: one row must fit one program's block."""
     return 0 < hidden_size <= MAX_FUSED_SIZE
 
 
@@ -110,11 +128,6 @@ def _validate(input, weight, eps, out) -> torch.dtype:
             )
         if out.numel() and out.stride(-1) != 1:
             raise ValueError(f"{op}: out must be contiguous along the last dim, got strides {out.stride()}")
-    if input.numel() and not is_supported_rmsnorm_hf_hidden_size(hidden):
-        raise ValueError(
-            f"{op}: hidden size {hidden} exceeds the kernel's row limit {MAX_FUSED_SIZE} "
-            "(check `is_supported_rmsnorm_hf_hidden_size` and use the torch path)"
-        )
     if not isinstance(eps, (int, float)) or not eps >= 0.0:
         raise ValueError(f"{op}: eps must be a non-negative float, got {eps!r}")
     return out_dtype
@@ -122,10 +135,11 @@ def _validate(input, weight, eps, out) -> torch.dtype:
 
 @torch.library.custom_op("sglang::rmsnorm_hf", mutates_args=("out",))
 def _rmsnorm_hf_op(input: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor) -> None:
-    if not use_triton(input, weight, out):
-        rmsnorm_hf_ref(input, weight, eps, out)  # no Triton on this device
-        return
     hidden = input.shape[-1]
+    if not use_triton(input, weight, out) or not _fits_one_block(hidden):
+        # No Triton on this device, or a row longer than one block: the same formula in torch.
+        rmsnorm_hf_ref(input, weight, eps, out)
+        return
     x2d = input.reshape(-1, hidden)
     if x2d.stride(-1) != 1:
         x2d = x2d.contiguous()

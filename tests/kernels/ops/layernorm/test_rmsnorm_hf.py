@@ -113,10 +113,11 @@ def test_triton_path_runs_and_the_explicit_torch_path_agrees(monkeypatch):
     assert_close_rounded(torch_out, triton_out.float())
 
 
-def test_predicate_and_refusal():
-    assert is_supported_rmsnorm_hf_hidden_size(128) and not is_supported_rmsnorm_hf_hidden_size(0)
-    with pytest.raises(ValueError, match="is_supported_rmsnorm_hf_hidden_size"):
-        rmsnorm_hf(torch.zeros(1, 1 << 15), torch.ones(1 << 15))
+def test_every_size_the_predicate_accepts_runs_longer_rows_by_the_formula():
+    # 20480 is a multiple of 512, so upstream's predicate says yes; it exceeds one Triton block.
+    assert is_supported_rmsnorm_hf_hidden_size(20480)
+    x, weight = _inputs((2, 20480), torch.bfloat16)
+    assert torch.equal(rmsnorm_hf(x, weight), rmsnorm_hf_ref(x, weight))
 
 
 @pytest.mark.parametrize(
