@@ -7,15 +7,36 @@ an operator moves, its target here moves with it, and `removed-module` flags a s
 
 Backends: `triton` is the public entry point (it validates its inputs and runs the Triton kernel
 where Triton can run, the torch path otherwise); `torch` is the pure-torch reference.
+
+Upstream's names in this module mean what they mean upstream (`sglang/kernels/registry.py`,
+0.5.17 and 0.5.23): `KernelRegistry` (op id -> `KernelSpec`s, one per backend), its process-wide
+instance `registry`, and `register_kernel(spec)`. Every op registered here with `register` is
+also in `registry`, as two `KernelSpec`s (`KernelBackend.TRITON`, `KernelBackend.TORCH`).
+`register`, `get`, `load`, `op_ids`, `OpSpec` and `REGISTRY` are this library's own (upstream's
+module binds none of them). One difference remains: upstream's `sglang/kernels/__init__.py`
+rebinds the package attribute `sglang.kernels.registry` to the instance; here it is this module.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["OpSpec", "REGISTRY", "get", "load", "op_ids", "register"]
+from sglang.kernels.spec import KernelBackend, KernelSpec
+
+__all__ = [
+    "KernelRegistry",
+    "OpSpec",
+    "REGISTRY",
+    "get",
+    "load",
+    "op_ids",
+    "register",
+    "register_kernel",
+    "registry",
+]
 
 BACKENDS = ("triton", "torch")
 
@@ -49,6 +70,61 @@ class OpSpec:
         return self.load("triton")(*args, **kwargs)
 
 
+class KernelRegistry:
+    """Upstream's registry: maps `"<group>.<name>"` op ids to their `KernelSpec` list."""
+
+    def __init__(self) -> None:
+        self._by_op: dict[str, list[KernelSpec]] = defaultdict(list)
+
+    def register(self, spec: KernelSpec) -> KernelSpec:
+        """Register `spec`; an identical one again is a no-op, a different one for the same
+        (op, backend) a `ValueError` (silently replacing it would make the pick import-order)."""
+        existing = self._by_op[spec.op]
+        for other in existing:
+            if other.backend == spec.backend:
+                if other != spec:
+                    raise ValueError(
+                        f"Conflicting kernel registration for op {spec.op!r}, "
+                        f"backend {spec.backend.value!r}: {other.target!r} != {spec.target!r}"
+                    )
+                return spec
+        existing.append(spec)
+        return spec
+
+    def get(self, op: str) -> list[KernelSpec]:
+        """All registered specs for `op` (an empty list if none)."""
+        return list(self._by_op.get(op, ()))
+
+    def get_backend(self, op: str, backend: KernelBackend) -> KernelSpec:
+        """The spec for `op` provided by `backend`; `KeyError` if none is registered."""
+        for spec in self._by_op.get(op, ()):
+            if spec.backend == backend:
+                return spec
+        raise KeyError(f"No '{backend.value}' backend registered for op {op!r}")
+
+    def has(self, op: str) -> bool:
+        return bool(self._by_op.get(op))
+
+    def ops(self) -> list[str]:
+        """Sorted list of all registered operator ids."""
+        return sorted(self._by_op.keys())
+
+    def all_specs(self) -> list[KernelSpec]:
+        specs: list[KernelSpec] = []
+        for op in self.ops():
+            specs.extend(self._by_op[op])
+        return specs
+
+
+# Upstream's process-wide registry; `register` below fills it alongside `REGISTRY`.
+registry = KernelRegistry()
+
+
+def register_kernel(spec: KernelSpec) -> KernelSpec:
+    """Register `spec` in the process-wide `registry` (upstream's function)."""
+    return registry.register(spec)
+
+
 REGISTRY: dict[str, OpSpec] = {}
 
 
@@ -64,6 +140,8 @@ def register(op_id: str, *, triton: str, torch: str, doc: str = "") -> OpSpec:
             raise ValueError(f"{op_id}: {backend} target must be 'module:attr', got {target!r}")
     spec = OpSpec(op_id, {"triton": triton, "torch": torch}, doc)
     REGISTRY[op_id] = spec
+    register_kernel(KernelSpec(op_id, KernelBackend.TRITON, triton))
+    register_kernel(KernelSpec(op_id, KernelBackend.TORCH, torch))
     return spec
 
 

@@ -2,6 +2,7 @@
 registry (and the ops namespace) can be imported and listed without torch or Triton."""
 
 import importlib
+import inspect
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sglang.kernels import registry
+from sglang.kernels.spec import KernelBackend, KernelSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OPS_DIR = REPO_ROOT / "sglang" / "kernels" / "ops"
@@ -109,9 +111,11 @@ def test_unknown_backend_is_a_key_error_naming_it():
 
 @pytest.fixture
 def scratch_registry(monkeypatch):
-    """A copy of the registry that `register` writes to, so the real one stays untouched."""
+    """A copy of the registry that `register` writes to, so the real one stays untouched
+    (upstream's `registry` instance, which `register` also fills, is swapped for an empty one)."""
     scratch = dict(registry.REGISTRY)
     monkeypatch.setattr(registry, "REGISTRY", scratch)
+    monkeypatch.setattr(registry, "registry", registry.KernelRegistry())
     return scratch
 
 
@@ -145,3 +149,62 @@ def test_register_is_lazy(scratch_registry):
     assert registry.get("scratch.op") is spec
     with pytest.raises(ModuleNotFoundError):
         spec.load()
+
+
+# --- upstream's names in this module (sglang 0.5.17 and 0.5.23 `sglang/kernels/registry.py`) ---
+
+# upstream's `KernelRegistry` methods and their parameters (after `self`), read from that file.
+UPSTREAM_KERNEL_REGISTRY_METHODS = {
+    "register": ["spec"],
+    "get": ["op"],
+    "get_backend": ["op", "backend"],
+    "has": ["op"],
+    "ops": [],
+    "all_specs": [],
+}
+
+
+def test_upstreams_registry_names_are_bound_with_upstreams_shape():
+    methods = {
+        name: list(inspect.signature(fn).parameters)[1:]
+        for name, fn in vars(registry.KernelRegistry).items()
+        if not name.startswith("_") and callable(fn)
+    }
+    assert methods == UPSTREAM_KERNEL_REGISTRY_METHODS
+    assert isinstance(registry.registry, registry.KernelRegistry)
+    assert list(inspect.signature(registry.register_kernel).parameters) == ["spec"]
+
+
+def test_every_op_is_in_upstreams_registry_as_a_triton_and_a_torch_spec():
+    instance = registry.registry
+    assert instance.ops() == registry.op_ids()
+    for op_id in registry.op_ids():
+        specs = instance.get(op_id)
+        assert all(isinstance(s, KernelSpec) for s in specs)
+        assert {s.backend for s in specs} == {KernelBackend.TRITON, KernelBackend.TORCH}
+        assert instance.get_backend(op_id, KernelBackend.TRITON).load() is registry.load(op_id)
+        assert instance.get_backend(op_id, KernelBackend.TORCH).load() is registry.load(op_id, "torch")
+    assert instance.get("no.such_op") == [] and not instance.has("no.such_op")
+    assert len(instance.all_specs()) == 2 * len(registry.op_ids())
+
+
+def test_upstreams_register_is_idempotent_and_refuses_a_conflict():
+    scratch = registry.KernelRegistry()
+    spec = KernelSpec("g.op", KernelBackend.TRITON, "m:f")
+    assert scratch.register(spec) is spec and scratch.register(spec) is spec
+    assert scratch.get("g.op") == [spec]
+    with pytest.raises(ValueError, match="Conflicting kernel registration for op 'g.op', backend 'triton'"):
+        scratch.register(KernelSpec("g.op", KernelBackend.TRITON, "m:other"))
+    with pytest.raises(KeyError, match="No 'aot' backend registered for op 'g.op'"):
+        scratch.get_backend("g.op", KernelBackend.AOT)
+
+
+def test_kernel_spec_load_follows_a_dotted_attribute_and_refuses_a_bad_target():
+    assert KernelSpec("g.op", KernelBackend.TORCH, "os:path.join").load() is __import__("os").path.join
+    with pytest.raises(ValueError, match="must be 'module:attr'"):
+        KernelSpec("g.op", KernelBackend.TORCH, "os.path").load()
+
+
+def test_register_fills_upstreams_registry_too(scratch_registry):
+    registry.register("scratch.op", triton="m:op", torch="m:op_ref")
+    assert [s.target for s in registry.registry.get("scratch.op")] == ["m:op", "m:op_ref"]
