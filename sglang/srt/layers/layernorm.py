@@ -36,7 +36,6 @@ from sglang.kernels.ops.layernorm import (
     rmsnorm,
     rmsnorm_hf,
 )
-from sglang.kernels.ops.layernorm.norm import fits_one_block
 from sglang.kernels.ops.layernorm.norm import fused_add_rmsnorm as _jit_fused_add_rmsnorm
 
 # The activation dtypes upstream's Hugging Face kernels take (both `cast_x_before_out_mul` paths).
@@ -133,7 +132,6 @@ class RMSNorm(nn.Module):
             residual.dtype == x.dtype
             and x.is_contiguous()
             and residual.is_contiguous()
-            and fits_one_block(x.shape[-1])
         )
 
     def _forward_hf(self, x, residual, post_residual_addition) -> Output:

@@ -334,3 +334,18 @@ def test_weight_is_a_learned_parameter_that_matters():
         norm.weight.mul_(2)
         after = norm(x)
     torch.testing.assert_close(after, 2 * before, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cast", MODES, ids=["default", "cast_x_before_out_mul"])
+def test_forward_compiles_without_a_graph_break(cast):
+    norm = _norm(64, torch.float16, cast_x_before_out_mul=cast)
+    x, residual = _activations((3, 64), torch.float16), _activations((3, 64), torch.float16, seed=2)
+    with torch.no_grad():
+        expected = norm(x.clone())
+        expected_x, expected_r = norm(x.clone(), residual.clone())
+        compiled = torch.compile(
+            lambda a, r: (norm(a * 1), *norm(a, r)), fullgraph=True, backend="aot_eager"
+        )
+        plain, got_x, got_r = compiled(x.clone(), residual.clone())
+    assert torch.equal(plain, expected)
+    assert torch.equal(got_x, expected_x) and torch.equal(got_r, expected_r)

@@ -125,8 +125,14 @@ def fits_one_block(hidden_size: int) -> bool:
     return 0 < hidden_size <= MAX_FUSED_SIZE
 
 
-def validate_fused_add_rmsnorm(input, residual, weight, eps, op: str = "fused_add_rmsnorm") -> None:
-    """The checks every entry point to this kernel runs before any launch; `op` names the caller."""
+def validate_fused_add_rmsnorm(
+    input, residual, weight, eps, op: str = "fused_add_rmsnorm", *, row_limit: bool = True
+) -> None:
+    """The checks every entry point to this kernel runs before any launch; `op` names the caller.
+
+    `row_limit=False` is for a caller that takes rows longer than one block (the op then runs
+    the reference formula for them, as it does where Triton cannot run).
+    """
     for name, t in (("input", input), ("residual", residual), ("weight", weight)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(  # noqa: TRY004 - validation raises ValueError only
@@ -157,7 +163,7 @@ def validate_fused_add_rmsnorm(input, residual, weight, eps, op: str = "fused_ad
                 f"{op}: {name} must be contiguous (it is updated in place), "
                 f"got strides {t.stride()} for shape {tuple(t.shape)}"
             )
-    if input.numel() and not fits_one_block(hidden):
+    if row_limit and input.numel() and not fits_one_block(hidden):
         raise ValueError(
             f"{op}: hidden size {hidden} exceeds the kernel's row limit {MAX_FUSED_SIZE} "
             "(check `is_supported_jit_fused_add_rmsnorm_hidden_size` and use the torch path)"
@@ -178,8 +184,10 @@ def _fused_add_rmsnorm_op(
     # Storage identity is a host fact (no device read), checked here because tracing cannot.
     if input.untyped_storage().data_ptr() == residual.untyped_storage().data_ptr():
         raise ValueError("fused_add_rmsnorm: residual must not share input's storage (both are written)")
-    if not use_triton(input, residual, weight):
-        # No Triton on this device (a CPU without the interpreter): the reference, in place.
+    hidden = input.shape[-1]
+    if not use_triton(input, residual, weight) or not fits_one_block(hidden):
+        # No Triton on this device (a CPU without the interpreter), or a row longer than one
+        # block (only the package-level op lets one through): the reference, in place.
         normed, new_residual = fused_add_rmsnorm_ref(
             input,
             residual,
@@ -191,7 +199,6 @@ def _fused_add_rmsnorm_op(
         residual.copy_(new_residual)
         input.copy_(normed)
         return
-    hidden = input.shape[-1]
     x2d = input.view(-1, hidden)
     r2d = residual.view(-1, hidden)
     block_size = next_power_of_2(hidden)

@@ -19,7 +19,8 @@ another float dtype (the product is in fp32 either way; the output has `input`'s
 upstream's `forward_native` gives). `enable_pdl` (programmatic dependent launch, a Hopper launch
 ordering) is accepted and has no effect: upstream honours it on its AOT backend only, and it
 does not change a value. Rows longer than one Triton block (`fits_one_block`) are computed by
-the torch formula above inside the same custom op (upstream's CUDA kernel takes any size).
+the torch formula above inside the same custom op, for both ops (upstream's CUDA kernels take any
+size).
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def fused_add_rmsnorm(
     rounded residual) is normalized, and the weight multiply is in fp32 before one rounding.
     `input` and `residual` are contiguous `[..., hidden]` of one dtype.
     """
-    validate_fused_add_rmsnorm(input, residual, weight, eps)
+    validate_fused_add_rmsnorm(input, residual, weight, eps, row_limit=False)
     _check_enable_pdl("fused_add_rmsnorm", enable_pdl)
     launch_fused_add_rmsnorm(
         input, residual, weight, eps, cast_x_before_out_mul=False, normalize_fp32_sum=True

@@ -163,6 +163,17 @@ def test_reference_is_upstreams_formula_and_leaves_inputs_alone():
     assert torch.equal(x, before[0]) and torch.equal(residual, before[1])
 
 
+def test_fused_add_rows_beyond_a_block_use_the_formula_in_the_same_op(monkeypatch):
+    # Upstream's sgl_kernel op takes any hidden size; the JIT `norm.fused_add_rmsnorm` refuses.
+    x, residual, weight = _inputs((2, MAX_FUSED_SIZE + 16), torch.float16)
+    expected = fused_add_rmsnorm_ref(x, residual, weight)
+    grids = _spy_launches(monkeypatch, norm_module, "_fused_add_rmsnorm_kernel")
+    fused_add_rmsnorm(x, residual, weight)
+    assert grids == [] and torch.equal(x, expected[0]) and torch.equal(residual, expected[1])
+    with pytest.raises(ValueError, match="row limit"):
+        norm_module.fused_add_rmsnorm(x, residual, weight)
+
+
 def test_fused_add_refuses_bad_input_before_writing():
     x, residual, weight = _inputs((4, 32), torch.float32)
     before = (x.clone(), residual.clone())
