@@ -46,6 +46,15 @@ _KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Output = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
 
 
+def _empty(x: torch.Tensor, residual, post_residual_addition) -> Output:
+    """Upstream's early return for an empty batch: nothing launched, the residual still summed."""
+    if residual is None:
+        return x
+    if post_residual_addition is not None:
+        residual = residual + post_residual_addition
+    return x, residual
+
+
 class RMSNorm(nn.Module):
     """Root-mean-square norm over the last dim with a per-channel `weight` (upstream's parameters, in its order)."""
 
@@ -92,17 +101,23 @@ class RMSNorm(nn.Module):
         if self.force_native:  # upstream binds forward_native as the forward method
             return self.forward_native(x, residual, post_residual_addition)
         if x.numel() == 0:
-            if residual is not None:
-                if post_residual_addition is not None:
-                    residual = residual + post_residual_addition
-                return x, residual
-            return x
+            return _empty(x, residual, post_residual_addition)
         if self.variance_size_override is not None or self._flag_needs_native(x, residual):
             return self.forward_native(x, residual, post_residual_addition)
         if self.cast_x_before_out_mul:
             return self._forward_hf(x, residual, post_residual_addition)
+        return self._forward_default(x, residual, post_residual_addition)
+
+    def _flag_needs_native(self, x: torch.Tensor, residual: Optional[torch.Tensor]) -> bool:
+        """Flags the kernels cannot honour (upstream's CUDA kernels would drop them)."""
+        if self.override_orig_dtype is not None and self.override_orig_dtype != x.dtype:
+            return True
+        return residual is not None and self.fp32_residual
+
+    def _forward_default(self, x, residual, post_residual_addition) -> Output:
+        """The default order: upstream's `sgl_kernel.rmsnorm` / `fused_add_rmsnorm` (in place)."""
         weight = self.weight.data
-        if not self._default_kernel_takes(x, residual, post_residual_addition):
+        if not self._default_kernel_takes(x, residual):
             return self.forward_native(x, residual, post_residual_addition)
         if residual is None:
             return rmsnorm(x, weight, self.variance_epsilon)
@@ -112,13 +127,7 @@ class RMSNorm(nn.Module):
         fused_add_rmsnorm(x, residual, weight, self.variance_epsilon)
         return x, residual
 
-    def _flag_needs_native(self, x: torch.Tensor, residual: Optional[torch.Tensor]) -> bool:
-        """Flags the kernels cannot honour (upstream's CUDA kernels would drop them)."""
-        if self.override_orig_dtype is not None and self.override_orig_dtype != x.dtype:
-            return True
-        return residual is not None and self.fp32_residual
-
-    def _default_kernel_takes(self, x, residual, post_residual_addition) -> bool:
+    def _default_kernel_takes(self, x, residual) -> bool:
         """Whether the default-path kernels take these tensors (else `forward_native`)."""
         weight = self.weight.data
         if x.dtype not in _KERNEL_DTYPES or weight.dtype not in _KERNEL_DTYPES:
@@ -128,36 +137,36 @@ class RMSNorm(nn.Module):
         if residual is None:
             return True
         # A residual of another shape goes to the kernel, whose check names it before any write.
-        return (
-            residual.dtype == x.dtype
-            and x.is_contiguous()
-            and residual.is_contiguous()
-        )
+        return residual.dtype == x.dtype and x.is_contiguous() and residual.is_contiguous()
 
     def _forward_hf(self, x, residual, post_residual_addition) -> Output:
         """`cast_x_before_out_mul=True`: upstream's Hugging Face kernels, under upstream's conditions."""
         weight = self.weight.data
-        hidden = x.shape[-1]
-        same_dtype = x.dtype in _HF_KERNEL_DTYPES and weight.dtype == x.dtype
         if residual is None:
-            if same_dtype and is_supported_rmsnorm_hf_hidden_size(hidden):
+            if self._hf_dtypes(x) and is_supported_rmsnorm_hf_hidden_size(x.shape[-1]):
                 return rmsnorm_hf(x, weight, self.variance_epsilon)
             return self.forward_native(x, None, None)
-        if (
-            same_dtype
+        if not self._hf_fused_add_takes(x, residual, post_residual_addition):
+            return self.forward_native(x, residual, post_residual_addition)
+        if post_residual_addition is not None:
+            residual = residual + post_residual_addition
+        _jit_fused_add_rmsnorm(x, residual, weight, self.variance_epsilon, cast_x_before_out_mul=True)
+        return x, residual
+
+    def _hf_dtypes(self, x: torch.Tensor) -> bool:
+        """Upstream's dtype condition for its HF kernels: fp16/bf16, and a weight of that dtype."""
+        return x.dtype in _HF_KERNEL_DTYPES and self.weight.dtype == x.dtype
+
+    def _hf_fused_add_takes(self, x, residual, post_residual_addition) -> bool:
+        """Upstream's conditions for its JIT fused add in the HF order, plus this kernel's own."""
+        return (
+            self._hf_dtypes(x)
             and (post_residual_addition is None or post_residual_addition.dtype == x.dtype)
-            and is_supported_jit_fused_add_rmsnorm_hidden_size(hidden)
+            and is_supported_jit_fused_add_rmsnorm_hidden_size(x.shape[-1])
             and residual.dtype == x.dtype
             and x.is_contiguous()
             and residual.is_contiguous()
-        ):
-            if post_residual_addition is not None:
-                residual = residual + post_residual_addition
-            _jit_fused_add_rmsnorm(
-                x, residual, weight, self.variance_epsilon, cast_x_before_out_mul=True
-            )
-            return x, residual
-        return self.forward_native(x, residual, post_residual_addition)
+        )
 
     def forward_native(
         self,
@@ -179,21 +188,7 @@ class RMSNorm(nn.Module):
             else:
                 residual = x.to(orig_dtype)
 
-        hidden_size = x.shape[-1]
-        if hidden_size != self.hidden_size:
-            raise ValueError(f"Expected hidden_size to be {self.hidden_size}, but found: {hidden_size}")
-
-        if self.variance_size_override is None:
-            x_var = x
-        else:
-            if hidden_size < self.variance_size_override:
-                raise ValueError(
-                    "Expected hidden_size to be at least "
-                    f"{self.variance_size_override}, but found: {hidden_size}"
-                )
-            x_var = x[..., : self.variance_size_override]
-
-        variance = x_var.pow(2).mean(dim=-1, keepdim=True)
+        variance = self._variance_input(x).pow(2).mean(dim=-1, keepdim=True)
         x = x * torch.rsqrt(variance + self.variance_epsilon)
 
         if self.cast_x_before_out_mul:
@@ -204,6 +199,20 @@ class RMSNorm(nn.Module):
         if residual is None:
             return x
         return x, residual
+
+    def _variance_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The columns the variance is taken over (upstream's checks and messages)."""
+        hidden_size = x.shape[-1]
+        if hidden_size != self.hidden_size:
+            raise ValueError(f"Expected hidden_size to be {self.hidden_size}, but found: {hidden_size}")
+        if self.variance_size_override is None:
+            return x
+        if hidden_size < self.variance_size_override:
+            raise ValueError(
+                "Expected hidden_size to be at least "
+                f"{self.variance_size_override}, but found: {hidden_size}"
+            )
+        return x[..., : self.variance_size_override]
 
     def extra_repr(self) -> str:
         return f"{self.hidden_size}, eps={self.variance_epsilon}"

@@ -5,8 +5,10 @@ The expected signatures and answers are upstream's, read from the sglang wheels 
 each table) and written down here, because the tests run offline.
 """
 
+import ast
 import importlib
 import inspect
+from pathlib import Path
 
 import pytest
 import torch
@@ -119,6 +121,24 @@ def test_norm_fused_add_rmsnorm_keeps_upstreams_jit_signature():
 def test_is_supported_predicates_answer_as_upstreams(name):
     answers = {h: PREDICATES[name](h) for h in UPSTREAM_ANSWERS[name]}
     assert answers == UPSTREAM_ANSWERS[name]
+
+
+# Every `is_supported_*` upstream defines (sglang 0.5.17 and 0.5.23: only the three above, in
+# `sglang/kernels/ops/layernorm/`); ours named otherwise (`is_supported_tiny_gemm`) upstream lacks.
+UPSTREAM_IS_SUPPORTED = set(UPSTREAM_ANSWERS)
+
+
+def test_every_is_supported_predicate_of_ours_is_checked_or_has_no_upstream_namesake():
+    ops_dir = Path(layernorm.__file__).resolve().parents[1]
+    ours = {
+        node.name
+        for path in ops_dir.rglob("*.py")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("is_supported_")
+    }
+    assert UPSTREAM_IS_SUPPORTED <= ours  # the walk found the three
+    # A new predicate with one of upstream's names must be added to UPSTREAM_ANSWERS above.
+    assert ours - UPSTREAM_IS_SUPPORTED <= {"is_supported_tiny_gemm"}
 
 
 def test_the_registry_ids_are_upstreams_package_level_ops():
