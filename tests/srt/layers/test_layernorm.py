@@ -190,10 +190,12 @@ def _kernel_and_native(dtype, cast, with_residual, shape=(64, 4096)):
 @pytest.mark.parametrize("cast", MODES, ids=["default", "cast_x_before_out_mul"])
 @pytest.mark.parametrize("with_residual", [False, True], ids=["plain", "residual"])
 def test_kernel_path_fp16_within_one_ulp_on_at_most_one_percent(with_residual, cast):
+    # One rounding (the default): a summation order can move it by one ulp. The HF order rounds
+    # twice: an ulp of the rounded normalized value, times a weight, is up to two of the output.
     out, native = _kernel_and_native(torch.float16, cast, with_residual)
     for got, want in _pairs(out, native):
         share, worst = _ulp_stats(got, want)
-        assert worst <= 1.0, worst
+        assert worst <= (2.0 if cast else 1.0), worst
         assert share <= 0.01, share
 
 
@@ -213,7 +215,7 @@ def test_kernel_path_bf16_within_one_ulp_of_native_rounded_like_the_kernel(with_
     y32 = w * round_like_kernel(s, torch.bfloat16).float() if cast else s * w
     got = out if residual is None else out[0]
     share, worst = _ulp_stats(got, round_like_kernel(y32, torch.bfloat16))
-    assert worst <= 1.0 and share <= 0.01, (share, worst)
+    assert worst <= (2.0 if cast else 1.0) and share <= 0.01, (share, worst)
 
 
 @pytest.mark.parametrize("with_residual", [False, True], ids=["plain", "residual"])
