@@ -349,3 +349,16 @@ def test_page_size_must_be_none_or_a_positive_int(page_size):
     with pytest.raises(ValueError, match="page_size must be None or a positive int"):
         transfer_hicache_all_layer(table, table, idx, table, table, idx, kv_cache_src_stride_bytes=8,
                                    kv_cache_dst_stride_bytes=8, page_size=page_size)
+
+
+def test_the_range_check_checks_the_strided_values_the_kernel_reads(spy):
+    k_src, v_src = torch.ones(4, 2), torch.ones(4, 2) * 2
+    k_dst, v_dst = torch.zeros(5, 2), torch.zeros(5, 2)
+    # Out of range only in the gaps, which the kernel never reads: accepted.
+    dst, src = stride2(torch.tensor([1, 4]), torch.tensor([99, -7])), stride2(torch.tensor([0, 3]), torch.tensor([50, 60]))
+    transfer_hicache_one_layer(k_dst, v_dst, dst, k_src, v_src, src)
+    assert k_dst[[1, 4]].eq(1).all() and v_dst[[1, 4]].eq(2).all() and spy.launches == 1
+    # Out of range at a position the kernel reads: refused on the device, before the launch.
+    with pytest.raises(RuntimeError, match="indices_src must lie in"):
+        transfer_hicache_one_layer(k_dst, v_dst, dst, k_src, v_src, stride2(torch.tensor([0, 4]), torch.tensor([1, 2])))
+    assert spy.launches == 1

@@ -203,3 +203,15 @@ def test_lf_pf_refuses_a_strided_table_before_any_launch(spy):
     with pytest.raises(ValueError, match="src_ptrs must be a contiguous table"):
         transfer_kv_mamba_lf_pf(wide[0::2], host, torch.tensor([0]), torch.tensor([1]), 16, 32, 2)
     assert spy.launches == 0 and not host.any()
+
+
+def test_the_range_check_checks_the_strided_values_the_kernel_reads(spy):
+    host, dst = torch.ones(4, LAYERS, 2), torch.zeros(3, 2)
+    # Out of range only in the gaps, which the kernel never reads: accepted.
+    pages, slots = stride2(torch.tensor([3]), torch.tensor([9])), stride2(torch.tensor([2]), torch.tensor([-4]))
+    transfer_kv_mamba_pf_lf(host, dst, pages, slots, 0, 8, 8 * LAYERS)
+    assert dst[2].eq(1).all() and not dst[:2].any() and spy.launches == 1
+    # Out of range at a position the kernel reads: refused on the device, before the launch.
+    with pytest.raises(RuntimeError, match="src_indices must lie in"):
+        transfer_kv_mamba_pf_lf(host, dst, stride2(torch.tensor([4]), torch.tensor([0])), slots, 0, 8, 8 * LAYERS)
+    assert spy.launches == 1
