@@ -205,3 +205,19 @@ def test_the_range_check_checks_the_strided_values_the_kernel_reads(spy):
     with pytest.raises(RuntimeError, match="indices must lie in"):
         store_cache(k, v, k_cache, v_cache, stride2(torch.tensor([1, 8]), torch.tensor([2, 3])))
     assert spy.launches == 1
+
+
+def test_a_strided_index_compiles_without_a_graph_break():
+    # The stride is read from the tensor at launch time, inside the custom op: compiled code
+    # passes the view through and stores what eager does.
+    k, v, k_cache, v_cache, _ = _args()
+    loc = stride2(torch.tensor([0, 4, 5]), torch.tensor([1, 2, 3]))
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def step(k, v, kc, vc, loc):
+        store_cache(k, v, kc, vc, loc)
+        return kc.sum()
+
+    step(k, v, k_cache, v_cache, loc)
+    k_want, v_want = _expected(k, v, torch.zeros(6, 8), torch.zeros(6, 8), loc)
+    assert torch.equal(k_cache, k_want) and torch.equal(v_cache, v_want)
