@@ -216,7 +216,7 @@ EXPLAINED = {
         "0.5.23's keyword-only page_size added with its default; the rows copied do not depend on it",
     ("0.5.17", "quantization/per_token_group_quant.py", "per_token_group_quant"):
         "0.5.23's keyword-only sorted_token_ids, num_tokens_post_padded, num_valid_tokens and "
-        "silu_and_mul_mode added with its defaults and semantics",
+        "silu_and_mul_mode added with its defaults and semantics (and its fp32 input)",
 }
 
 

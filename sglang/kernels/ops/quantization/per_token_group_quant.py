@@ -21,7 +21,8 @@ gets the 1e-10 floor), and a NaN product quantizes to +448 (fp8) or -128 (int8),
 fminf/fmaxf clamps give: a NaN input, and also +-inf, whose group has amax = inf, so the
 multiplier qmax / inf is 0 and inf * 0 is NaN (the group's finite values give 0, its scale inf).
 
-0.5.23's additions, with its semantics: `sorted_token_ids` (int32 `[>= T]`, any stride),
+0.5.23's additions, with its semantics: fp32 input (without `fuse_silu_and_mul`, as upstream's
+`run_fp32`: the same absmax, scale and clamps on fp32 loads); `sorted_token_ids` (int32 `[>= T]`, any stride),
 `num_tokens_post_padded` (int32 device scalar) and `num_valid_tokens` select the sorted MoE
 layout of a flat input: a row at or past the count, or whose id is `>= num_valid_tokens`, is
 padding and left unwritten (upstream: "may be skipped"). `silu_and_mul_mode="dense"` rounds
@@ -67,8 +68,9 @@ from sglang.kernels.jit import cdiv, use_triton
 # upstream), float8_e4m3fn's largest finite value is 448 = 1.75 * 2**8.
 _QMAX = {torch.int8: 127.0, torch.float8_e4m3fn: 448.0}
 _QMIN = {torch.int8: -128.0, torch.float8_e4m3fn: -448.0}
-# Upstream's kernel takes 16-bit inputs only.
-_INPUT_DTYPES = (torch.bfloat16, torch.float16)
+# 0.5.17's kernel takes 16-bit inputs; 0.5.23 adds fp32 (without the fused silu), the same
+# math on fp32 loads.
+_INPUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # Upstream's template instantiations: a group is 1 to 32 lanes of 8 or 16 values.
 _SUPPORTED_GROUP_SIZES = (16, 32, 64, 128, 256)
 # The absmax floor upstream bakes in (so an all-zero group has a finite, positive scale).
@@ -340,7 +342,10 @@ def _prepare(op, input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_a
         raise ValueError(f"{op}: input must be a 2-D [T, H] or 3-D [E, T, H] tensor, got "
                          f"{tuple(getattr(input, 'shape', ()))}")
     if input.dtype not in _INPUT_DTYPES:
-        raise ValueError(f"{op}: input must be bf16 or fp16, got {input.dtype}")
+        raise ValueError(f"{op}: input must be bf16, fp16 or fp32, got {input.dtype}")
+    if fuse_silu_and_mul and input.dtype == torch.float32:
+        raise ValueError(f"{op}: fuse_silu_and_mul needs a bf16 or fp16 input (upstream's fp32 path "
+                         "has no fused silu), got float32")
     if isinstance(group_size, bool) or group_size not in _SUPPORTED_GROUP_SIZES:
         raise ValueError(f"{op}: group_size must be one of {_SUPPORTED_GROUP_SIZES}, got {group_size!r}")
     in_hidden = input.shape[-1]

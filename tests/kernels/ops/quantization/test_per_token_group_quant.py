@@ -178,7 +178,8 @@ def test_compiles_fullgraph_without_a_graph_break():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(input=torch.ones(2, 64)), "input must be bf16 or fp16"),
+        (dict(input=torch.ones(2, 64, dtype=torch.float64)), "input must be bf16, fp16 or fp32"),
+        (dict(input=torch.ones(2, 128), fuse_silu_and_mul=True), "fuse_silu_and_mul needs a bf16 or fp16"),
         (dict(group_size=48), "group_size must be one of"),
         (dict(group_size=128), "multiple of group_size=128"),
         (dict(output_s=torch.ones(2, 2)), "output_s was given without output_q"),
@@ -305,3 +306,18 @@ def test_dense_silu_and_mul_rounds_once(dtype):
     act = (gate * torch.sigmoid(gate) * up).to(dtype)
     _assert_same(dense, per_token_group_quant_ref(act))
     assert not torch.equal(_bits(dense[0]), _bits(legacy[0]))  # the two modes differ here
+
+
+@pytest.mark.parametrize("out_dtype, ue8m0", FORMATS)
+def test_fp32_input_as_upstream_0_5_23(out_dtype, ue8m0):
+    # 0.5.23's run_fp32: the 16-bit path's absmax, scale and clamps on fp32 values.
+    x = _activations((3, 64), torch.float32, seed=5)
+    got = per_token_group_quant(x, group_size=32, out_dtype=out_dtype, scale_ue8m0=ue8m0)
+    _assert_same(got, per_token_group_quant_ref(x, group_size=32, out_dtype=out_dtype, scale_ue8m0=ue8m0))
+    if not ue8m0:  # by hand: amax / qmax, and the codes of x * (qmax / amax)
+        amax = x.view(3, 2, 32).abs().amax(-1)
+        assert torch.equal(got[1], amax * torch.tensor(1 / _QMAX[out_dtype]))
+        # An IEEE division (a Python scalar over a tensor is reciprocal-then-multiply in torch).
+        y = (x.view(3, 2, 32) * (torch.tensor(_QMAX[out_dtype]) / amax)[..., None]).view(3, 64)
+        want = torch.trunc(y).to(INT8) if out_dtype == INT8 else y.to(FP8)
+        assert torch.equal(_bits(got[0]), _bits(want))
