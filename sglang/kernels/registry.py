@@ -184,7 +184,7 @@ _ops(
 _ops("mamba", "transfer_mamba", "transfer_kv_mamba_pf_lf", "transfer_kv_mamba_lf_pf")
 _ops("communication", "all_reduce", "fused_parallel_qknorm")
 _ops("gemm", "dsv3_fused_a_gemm", "dsv3_fused_a_gemm")
-_ops("gemm", "tiny_gemm", "tiny_n_gemm_bf16", "tiny_k_gemm_bf16")
+_ops("gemm", "tiny_gemm", "tiny_n_gemm_bf16", "tiny_k_gemm_bf16", "tiny_gemm_bf16")
 _ops("quantization", "per_token_group_quant", "per_token_group_quant")
 _ops(
     "speculative",

@@ -54,7 +54,7 @@ def test_op_ids_are_sorted_and_filter_by_group():
     ids = registry.op_ids()
     assert ids == sorted(ids) and len(ids) == len(set(ids))
     assert registry.op_ids("gemm") == [
-        "gemm.dsv3_fused_a_gemm", "gemm.tiny_k_gemm_bf16", "gemm.tiny_n_gemm_bf16"
+        "gemm.dsv3_fused_a_gemm", "gemm.tiny_gemm_bf16", "gemm.tiny_k_gemm_bf16", "gemm.tiny_n_gemm_bf16"
     ]
     assert registry.op_ids("no_such_group") == []
 

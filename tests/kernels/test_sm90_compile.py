@@ -22,6 +22,8 @@ from triton.backends.compiler import GPUTarget
 from sglang.kernels.ops.kvcache import hicache, kvcache
 from sglang.kernels.ops.layernorm import norm
 from sglang.kernels.ops.mamba import inkling_sconv, transfer_mamba
+import importlib
+per_token_group_quant = importlib.import_module("sglang.kernels.ops.quantization.per_token_group_quant")
 
 target = GPUTarget("cuda", 90, 32)
 
@@ -54,6 +56,12 @@ build(inkling_sconv._causal_conv1d_kernel, types,
       {"W": 4, "SILU": True, "RESIDUAL": True, "IS_DECODE": False, "BLOCK_T": 16, "BLOCK_D": 128})
 types = {"x_ptr": "*bf16", "cache_ptr": "*bf16", "ci_ptr": "*i64", "init_ptr": "*i1", "qsl_ptr": "*i32"}
 build(inkling_sconv._update_sconv_cache_kernel, types, {"W1": 3, "BLOCK_W": 4, "BLOCK_D": 128})
+types = {"x_ptr": "*bf16", "q_ptr": "*i8", "s_ptr": "*fp32", "masked_m_ptr": "*i64", "sorted_ptr": "*i32",
+         "n_post_ptr": "*i32", "qmax": "fp32", "qmin": "fp32", "inv_qmax": "fp32", "eps": "fp32"}
+quant = {"IS_FP8": False, "UE8M0": False, "X_IS_BF16": True, "GROUP_SIZE": 128, "BLOCK_G": 16}
+for masked, sorted_rows, dense in ((True, False, False), (False, True, False), (False, False, True)):
+    build(per_token_group_quant._per_token_group_quant_kernel, types, quant | {
+        "FUSE_SILU_AND_MUL": dense, "MASKED": masked, "SORTED": sorted_rows, "DENSE": dense})
 print("compiled")
 """
 

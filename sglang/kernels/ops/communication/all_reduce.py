@@ -23,7 +23,9 @@ the exchange is one `torch.distributed.all_reduce` of a [T, 2] fp32 tensor (2 T 
 upstream pushes), between two Triton kernels (local sums; normalize in place). With world size 1
 no collective runs. `custom_all_reduce` likewise is `torch.distributed.all_reduce` on a copy;
 `algo` is validated (an `AllReduceAlgo`) and `pull_arg` accepted, both otherwise unused (they
-pick upstream's IPC schedule). Any strides are taken (upstream: last dim contiguous).
+pick upstream's IPC schedule). `custom_all_reduce` takes both releases' calls: `pull_arg` is
+optional (0.5.23 dropped it) and 0.5.23's keyword-only `graph_params` and `use_multicast` are
+accepted and checked, likewise unused. Any strides are taken (upstream: last dim contiguous).
 """
 
 from __future__ import annotations
@@ -339,10 +341,31 @@ def fused_parallel_qknorm(
     _apply_op(q, k, q_weight, k_weight, sumsq, world_size)
 
 
-def custom_all_reduce(comm, input: torch.Tensor, algo: AllReduceAlgo, pull_arg: PullArg):
-    """The sum of `input` over `comm`'s ranks, as a new tensor (`input` is left as it is)."""
+def custom_all_reduce(
+    comm,
+    input: torch.Tensor,
+    algo: AllReduceAlgo,
+    pull_arg: PullArg | None = None,
+    *,
+    graph_params: torch.Tensor | None = None,
+    use_multicast: bool = False,
+):
+    """The sum of `input` over `comm`'s ranks, as a new tensor (`input` is left as it is).
+
+    Both releases' calls: 0.5.17's `(comm, input, algo, pull_arg)` and 0.5.23's `(comm, input,
+    algo, *, graph_params=None, use_multicast=False)`. `pull_arg` / `graph_params` (a CUDA-graph
+    pointer-table row) and `use_multicast` (NVLink multicast) pick upstream's IPC schedule;
+    they are checked and do not change the sum.
+    """
+    op = "custom_all_reduce"
     if not isinstance(algo, AllReduceAlgo):
-        raise ValueError(f"custom_all_reduce: algo must be an AllReduceAlgo, got {algo!r}")
+        raise ValueError(f"{op}: algo must be an AllReduceAlgo, got {algo!r}")
+    if pull_arg is not None and graph_params is not None:
+        raise ValueError(f"{op}: pass pull_arg (0.5.17) or graph_params (0.5.23), not both")
+    if graph_params is not None and not isinstance(graph_params, torch.Tensor):
+        raise ValueError(f"{op}: graph_params must be a torch.Tensor or None, got {type(graph_params).__name__}")  # noqa: TRY004
+    if not isinstance(use_multicast, bool):
+        raise ValueError(f"{op}: use_multicast must be a bool, got {use_multicast!r}")
     world_size, group = _comm_world("custom_all_reduce", comm)
     out = input.clone()
     if world_size > 1:

@@ -1,4 +1,5 @@
-"""`tiny_n_gemm_bf16` / `tiny_k_gemm_bf16`: out = x @ w.T for a decode batch (M <= max_m).
+"""`tiny_n_gemm_bf16` / `tiny_k_gemm_bf16` (0.5.17) and `tiny_gemm_bf16` (0.5.23): out = x @ w.T
+for a decode batch (M <= max_m).
 
 Upstream (sglang 0.5.17 `kernels/ops/gemm/tiny_gemm.py`) has two CUDA kernels for skinny GEMMs
 of a few tokens: `tiny_n_gemm_bf16` (small N: MoE routers and gates, one block per `split_n`
@@ -8,14 +9,24 @@ in `out_dtype`, default bf16, when not given) and return it, and require 1 <= M 
 
     out[m, n] = sum_k float32(x[m, k]) * float32(w[n, k])      (cast to out's dtype)
 
-Here one Triton kernel serves both: a program owns BLOCK_M rows and a BLOCK_N block of columns
-and walks K once with an fp32 accumulator, so each x row is read once per column block.
+Upstream 0.5.23 replaced the pair with one entry point, `tiny_gemm_bf16(x, w, out=None, *,
+out_dtype=None, n_split=None, max_m=16)`, which picks the variant by the tiny dimension, and
+`can_use_tiny_gemm(n, k, max_m=16)`, which says whether its CUDA kernels take the shape (callers
+fall back to a general GEMM when False). It also takes fp32 weights beside a bf16 x (for N < K),
+"never downcast": the products are fp32 x fp32. All four are here, so both releases' calls work.
+
+Here one Triton kernel serves all three: a program owns BLOCK_M rows and a BLOCK_N block of
+columns and walks K once with an fp32 accumulator, so each x row is read once per column block.
+`can_use_tiny_gemm` gives upstream's answer (the same shape arithmetic, so a caller routes the
+same shapes to it), though `tiny_gemm_bf16` serves any shape.
 
 Differs from upstream: `split_n` is a CUDA block-shape knob; it is validated as upstream requires
 (a divisor of N) and otherwise unused, since the Triton tiling is chosen from N. fp16 and fp32
 inputs are taken as well as bf16 (`is_supported_tiny_gemm` says what is), any N and K (upstream's
 vector widths need K % 8 == 0, and `tiny_k_gemm_bf16` K / 8 a power of two <= 32), and any
-strides. M = 0 returns the empty `out` (upstream rejects it).
+strides. M = 0 returns the empty `out` (upstream rejects it). `tiny_gemm_bf16` takes fp32
+weights for any N and K (upstream's need N < K) by upcasting x (exact), and serves shapes
+`can_use_tiny_gemm` rejects, where upstream's raises.
 """
 
 from __future__ import annotations
@@ -91,6 +102,39 @@ def _tiny_gemm_kernel(
     )
 
 
+# Upstream 0.5.23's CUDA shape rules (`tiny_gemm.py`, mirroring `tiny_gemm.cuh`): the N variant
+# gives each thread 16 K-elements (32 bytes) and needs whole warps, at most 1024 threads and
+# one thread per row; the K variant reduces K / 8 lanes inside a warp.
+_WARP_THREADS = 32
+_MAX_BLOCK_THREADS = 1024
+_N_GEMM_ELEMS_PER_THREAD = 16
+_K_GEMM_ELEMS_PER_THREAD = 8
+
+
+def _upstream_takes(n: int, k: int, max_m: int) -> bool:
+    """Whether upstream's CUDA kernels take `[m <= max_m, k] @ [n, k].T` (its shape arithmetic)."""
+    if k <= n:  # the K variant: K is the tiny dimension
+        lanes = k // _K_GEMM_ELEMS_PER_THREAD
+        return (k % _K_GEMM_ELEMS_PER_THREAD == 0 and k > _K_GEMM_ELEMS_PER_THREAD
+                and _WARP_THREADS % lanes == 0 and n % (_WARP_THREADS // lanes) == 0)
+    block = k // _N_GEMM_ELEMS_PER_THREAD
+    return (k % _N_GEMM_ELEMS_PER_THREAD == 0 and block % _WARP_THREADS == 0
+            and block <= _MAX_BLOCK_THREADS and block >= max_m)
+
+
+def can_use_tiny_gemm(n: int, k: int, max_m: int = 16) -> bool:
+    """Upstream 0.5.23's answer: whether `tiny_gemm_bf16` serves `[m, k] @ [n, k].T` for m <= max_m.
+
+    The same shape rules as upstream's CUDA kernels, so callers route the same shapes here, and
+    Triton must be able to run (CUDA, or the CPU interpreter). Non-positive or non-int sizes: False.
+    """
+    from sglang.kernels.jit import has_cuda, interpreter_enabled, triton_available
+
+    if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in (n, k, max_m)):
+        return False
+    return _upstream_takes(n, k, max_m) and triton_available() and (has_cuda() or interpreter_enabled())
+
+
 def is_supported_tiny_gemm(x: torch.Tensor, w: torch.Tensor) -> bool:
     """Whether `tiny_n_gemm_bf16` / `tiny_k_gemm_bf16` take these operands on this device."""
     return (
@@ -121,6 +165,19 @@ def tiny_n_gemm_bf16_ref(
     max_m: int = _MAX_M_DEFAULT,
 ) -> torch.Tensor:
     """Pure-torch reference: fp32 matmul, cast to out's dtype."""
+    return _ref(x, w, out, out_dtype)
+
+
+def tiny_gemm_bf16_ref(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    out: Optional[torch.Tensor] = None,
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    n_split: Optional[int] = None,
+    max_m: int = 16,
+) -> torch.Tensor:
+    """Pure-torch reference: fp32 matmul (fp32 weights as they are), cast to out's dtype."""
     return _ref(x, w, out, out_dtype)
 
 
@@ -176,7 +233,7 @@ def _(x, w, out) -> None:
     return None
 
 
-def _tiny_gemm(op, x, w, out, out_dtype, split_n, max_m) -> torch.Tensor:
+def _tiny_gemm(op, x, w, out, out_dtype, split_n, max_m, split_name="split_n") -> torch.Tensor:
     check_operands(op, x, w)
     m, n = x.shape[0], w.shape[0]
     if isinstance(max_m, bool) or not isinstance(max_m, int) or max_m < 1:
@@ -186,7 +243,7 @@ def _tiny_gemm(op, x, w, out, out_dtype, split_n, max_m) -> torch.Tensor:
     if split_n is not None and (
         isinstance(split_n, bool) or not isinstance(split_n, int) or split_n < 1 or n % split_n
     ):
-        raise ValueError(f"{op}: split_n must be a positive divisor of N={n}, got {split_n!r}")
+        raise ValueError(f"{op}: {split_name} must be a positive divisor of N={n}, got {split_n!r}")
     if out is None:
         out_dtype = out_dtype or torch.bfloat16
         if out_dtype not in _OUT_DTYPES:
@@ -230,8 +287,32 @@ def tiny_k_gemm_bf16(
     return _tiny_gemm("tiny_k_gemm_bf16", x, w, out, out_dtype, split_n, max_m)
 
 
+def tiny_gemm_bf16(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    out: Optional[torch.Tensor] = None,
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    n_split: Optional[int] = None,
+    max_m: int = 16,
+) -> torch.Tensor:
+    """x [M, K] @ w [N, K].T -> out [M, N], M <= max_m (upstream 0.5.23's one entry point); returns out.
+
+    `w` has x's dtype, or is fp32 beside a bf16 x (never downcast: x is upcast, exactly);
+    `n_split` is upstream's block-shape knob, a positive divisor of N, otherwise unused.
+    """
+    op = "tiny_gemm_bf16"
+    if (isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)
+            and x.dtype == torch.bfloat16 and w.dtype == torch.float32):
+        x = x.float()  # bf16 -> fp32 is exact: the products are upstream's fp32 x fp32
+    return _tiny_gemm(op, x, w, out, out_dtype, n_split, max_m, split_name="n_split")
+
+
 __all__ = [
+    "can_use_tiny_gemm",
     "is_supported_tiny_gemm",
+    "tiny_gemm_bf16",
+    "tiny_gemm_bf16_ref",
     "tiny_k_gemm_bf16",
     "tiny_k_gemm_bf16_ref",
     "tiny_n_gemm_bf16",

@@ -27,8 +27,14 @@ it is bit-exact for every dtype (bf16, fp8 stored as uint8, ...).
 
 `unroll` and `block_quota` are upstream's CUDA tuning knobs (loop unrolling, a cap on CTAs so
 a transfer does not crowd out compute); they are accepted and checked, and the Triton launch
-does not need them (its block size is set from the row). Index ranges of the one-layer copy
-are checked on the device (`torch._assert_async`), never by reading the indices on the host;
+does not need them (its block size is set from the row). `page_size` (added in 0.5.23, on the
+predicate and both transfers) only decides whether upstream takes its TMA kernel (pages must
+tile a TMA chunk; None trusts the indices); the rows copied are the same, so it is accepted and
+checked (None or a positive int) and changes nothing here. Index tensors may have any stride:
+the kernel reads `indices[i]` at `i * stride` (upstream's wants them dense); the uint64 layer
+tables must be dense (stride 1), as upstream's, or the call raises `ValueError`.
+
+Index ranges of the one-layer copy are checked on the device (`torch._assert_async`), never by reading the indices on the host;
 a repeated destination slot is the caller's contract (two writes race), as upstream's.
 
 Differs from upstream: `can_use_hicache_jit_kernel` answers whether Triton can run here (CUDA
@@ -75,9 +81,11 @@ def _transfer_hicache_kernel(
     k_dst,  # FROM_TABLE: uint64 [L] layer base addresses; else the K destination pool
     v_dst,  # likewise for V
     idx_dst_ptr,  # int32/int64 [N] destination slot of each row
+    idx_dst_stride,  # elements between rows' destination slots
     k_src,  # FROM_TABLE: uint64 [L] layer base addresses; else the K source pool
     v_src,  # likewise for V
     idx_src_ptr,  # int32/int64 [N] source slot of each row
+    idx_src_stride,  # elements between rows' source slots
     k_src_stride,  # words between slots of the K source
     v_src_stride,  # words between slots of the V source
     k_dst_stride,  # words between slots of the K destination
@@ -94,8 +102,8 @@ def _transfer_hicache_kernel(
     mask = offsets < n_words
 
     # 64-bit slot offsets: host pools exceed 2**31 words.
-    src = tl.load(idx_src_ptr + pid).to(tl.int64)
-    dst = tl.load(idx_dst_ptr + pid).to(tl.int64)
+    src = tl.load(idx_src_ptr + pid.to(tl.int64) * idx_src_stride).to(tl.int64)
+    dst = tl.load(idx_dst_ptr + pid.to(tl.int64) * idx_dst_stride).to(tl.int64)
     if FROM_TABLE:
         k_src_base = tl.load(k_src + layer).to(tl.pointer_type(WORD), bitcast=True)
         v_src_base = tl.load(v_src + layer).to(tl.pointer_type(WORD), bitcast=True)
@@ -170,6 +178,7 @@ def can_use_hicache_jit_kernel(
     element_size: int,
     unroll: int | None = None,  # can be tuned for performance
     block_quota: int | None = None,  # can be tuned for less interference
+    page_size: int | None = None,  # 0.5.23: picks upstream's TMA kernel; the copy is the same
 ) -> bool:
     """Whether rows of `element_size` bytes can go through the Triton transfer kernel here.
 
@@ -181,7 +190,7 @@ def can_use_hicache_jit_kernel(
     """
     if isinstance(element_size, bool) or not isinstance(element_size, int) or element_size <= 0:
         return False
-    for value in (unroll, block_quota):
+    for value in (unroll, block_quota, page_size):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             return False
     return triton_available() and (has_cuda() or interpreter_enabled())
@@ -252,14 +261,19 @@ def _transfer_hicache_one_layer_op(
     word_ty, word = copy_word(element_dim * esize, *strides, *(t.data_ptr() for t in pools))
     n_words = element_dim * esize // word
     grid, block = _launch_grid(indices_src.numel(), n_words, 1)
+    # A move to the kernel's device may make a strided index contiguous: pass the strides of
+    # the tensors the kernel reads.
+    idx_dst, idx_src = (i.to(device, non_blocking=True) for i in (indices_dst, indices_src))
     with _device_context(device):
         _transfer_hicache_kernel[grid](
             kd,
             vd,
-            indices_dst.to(device, non_blocking=True),
+            idx_dst,
+            idx_dst.stride(0),
             ks,
             vs,
-            indices_src.to(device, non_blocking=True),
+            idx_src,
+            idx_src.stride(0),
             *(b // word for b in strides),
             n_words,
             WORD=word_ty,
@@ -298,6 +312,7 @@ def transfer_hicache_one_layer(
     element_dim: int | None = None,
     unroll: int | None = None,  # can be tuned for performance
     block_quota: int | None = None,  # can be tuned for less interference
+    page_size: int | None = None,  # 0.5.23: picks upstream's TMA kernel; the copy is the same
 ) -> None:
     """Copy rows `indices_src` of one layer's K/V pools into rows `indices_dst` of another's.
 
@@ -305,7 +320,7 @@ def transfer_hicache_one_layer(
     side on one device); indices int32/int64 `[N]`. Writes the destinations in place; returns None.
     """
     op = "transfer_hicache_one_layer"
-    _check_tuning(op, unroll=unroll, block_quota=block_quota)
+    _check_tuning(op, unroll=unroll, block_quota=block_quota, page_size=page_size)
     if not isinstance(k_cache_dst, torch.Tensor):
         raise ValueError(f"{op}: k_cache_dst must be a torch.Tensor, got {type(k_cache_dst).__name__}")  # noqa: TRY004
     element_dim = element_dim or k_cache_dst.size(-1)
@@ -365,14 +380,17 @@ def _transfer_hicache_all_layer_op(
     n_words = element_size // word
     device = k_ptr_dst.device
     grid, block = _launch_grid(indices_src.numel(), n_words, k_ptr_dst.numel())
+    idx_dst, idx_src = (i.to(device, non_blocking=True) for i in (indices_dst, indices_src))
     with _device_context(device):
         _transfer_hicache_kernel[grid](
             k_ptr_dst,
             v_ptr_dst,
-            indices_dst.to(device, non_blocking=True),
+            idx_dst,
+            idx_dst.stride(0),
             k_ptr_src,
             v_ptr_src,
-            indices_src.to(device, non_blocking=True),
+            idx_src,
+            idx_src.stride(0),
             src_stride_bytes // word,
             src_stride_bytes // word,  # upstream: one slot stride per side, K and V alike
             dst_stride_bytes // word,
@@ -402,6 +420,7 @@ def transfer_hicache_all_layer(
     element_size: int | None = None,
     unroll: int | None = None,  # can be tuned for performance
     block_quota: int | None = None,  # can be tuned for less interference
+    page_size: int | None = None,  # 0.5.23: picks upstream's TMA kernel; the copy is the same
 ) -> None:
     """For every layer l: row `indices_src[i]` of the pools at `*_ptr_src[l]` -> `indices_dst[i]` at `*_ptr_dst[l]`.
 
@@ -413,12 +432,19 @@ def transfer_hicache_all_layer(
     per-layer views of a pool are). Returns None.
     """
     op = "transfer_hicache_all_layer"
-    _check_tuning(op, unroll=unroll, block_quota=block_quota)
+    _check_tuning(op, unroll=unroll, block_quota=block_quota, page_size=page_size)
     tables = {"k_ptr_dst": k_ptr_dst, "v_ptr_dst": v_ptr_dst, "k_ptr_src": k_ptr_src, "v_ptr_src": v_ptr_src}
     for name, t in tables.items():
         if not isinstance(t, torch.Tensor) or t.dtype != torch.uint64 or t.dim() != 1:
             got = f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{op}: {name} must be a 1-D uint64 table of layer addresses, got {got}")
+        if t.stride(0) != 1 and t.numel() > 1:
+            # The kernel reads `table + layer`, as upstream's (its TensorMatcher wants a dense
+            # table); a strided view would hand it other layers' addresses.
+            raise ValueError(
+                f"{op}: {name} must be a contiguous table (stride 1), got stride {t.stride(0)}; "
+                "pass `.contiguous()` or build it with `layer_pointer_table`"
+            )
         if t.shape != k_ptr_dst.shape or t.device != k_ptr_dst.device:
             raise ValueError(
                 f"{op}: {name} must have k_ptr_dst's {k_ptr_dst.numel()} layers on {k_ptr_dst.device}, "

@@ -6,7 +6,8 @@ upstream 0.5.17's `kvcache.store_cache(k, v, k_cache, v_cache, indices, *, row_b
 v_row_bytes=0, num_split=0, size_limit=0, reserved_skip_index=0)`, registered as the custom
 op `sglang::store_cache`. `k` is `[T, *k_item]` (upstream: `[T, H * D]`), `k_cache` is
 `[num_slots, *k_item]`; V likewise with its own row width (V's head_dim may differ from K's).
-`indices` (int32/int64) holds the slot the allocator gave each token. Slot 0 is the reserved
+`indices` (int32/int64) holds the slot the allocator gave each token; any stride, read at
+`t * indices.stride(0)` as upstream's `stride_indices`. Slot 0 is the reserved
 CUDA-graph padding slot: a padded batch's extra tokens all point at it, so writes there are
 skipped (`reserved_skip_index=-1` disables the skip). An index outside `[0, size_limit)`
 (default: the cache's row count) fails on the device (`torch._assert_async`, no host read).
@@ -54,6 +55,7 @@ def _store_cache_kernel(
     k_cache_ptr,  # [num_slots, k_words] key cache
     v_cache_ptr,  # [num_slots, v_words] value cache
     idx_ptr,  # int32/int64 [T] destination slot of each token
+    idx_stride,  # elements between tokens' slots (a strided view of the slots is read as such)
     k_row_stride,  # words between tokens of k
     v_row_stride,  # words between tokens of v
     k_cache_row_stride,  # words between slots of k_cache
@@ -67,7 +69,7 @@ def _store_cache_kernel(
     pid = tl.program_id(0)  # token
     col_block = tl.program_id(1)  # which BLOCK_SIZE slice of the row
     offsets = col_block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    slot = tl.load(idx_ptr + pid).to(tl.int64)
+    slot = tl.load(idx_ptr + pid.to(tl.int64) * idx_stride).to(tl.int64)
     # A token on the reserved slot copies nothing: its rows' limits drop to zero.
     keep = slot != reserved_skip_index
     k_mask = offsets < tl.where(keep, k_words, 0)
@@ -110,17 +112,22 @@ def store_cache_ref(
 
 
 @functools.lru_cache(maxsize=None)
-def can_use_store_cache(k_row_bytes: int, v_row_bytes: int = 0) -> bool:
+def can_use_store_cache(k_row_bytes: int, v_row_bytes: int = 0, num_threads: int = 0) -> bool:
     """Whether the Triton store_cache kernel serves these row widths (`v_row_bytes=0`: same as K).
 
     upstream's CUDA kernel needs multiples of 4 bytes; this one copies bytes when a row is not
     whole words, so any positive width works wherever Triton runs (CUDA, or the CPU
     interpreter). Elsewhere `store_cache` still works through its torch reference.
+    `num_threads` (added in 0.5.23) is upstream's threads-per-row tuning knob, 0 picking its
+    heuristic; the Triton launch sizes its blocks from the row, so any int >= 0 is accepted and
+    a negative or non-int one answers False (upstream's module would not build).
     """
     from sglang.kernels.jit import has_cuda, interpreter_enabled, triton_available
 
     v_row_bytes = v_row_bytes or k_row_bytes
     if any(isinstance(b, bool) or not isinstance(b, int) or b <= 0 for b in (k_row_bytes, v_row_bytes)):
+        return False
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 0:
         return False
     return triton_available() and (has_cuda() or interpreter_enabled())
 
@@ -222,6 +229,7 @@ def _store_cache_op(
         kcr,
         vcr,
         indices,
+        indices.stride(0),
         kr.stride(0) * esize // word,
         vr.stride(0) * esize // word,
         kcr.stride(0) * esize // word,

@@ -31,6 +31,9 @@ reads every tap straight from `x` or the cache, accumulates in fp32 and fuses Si
 residual. All three are registered custom ops (`sglang::inkling_*`) and read no tensor values
 on the host: the metadata is device data that the kernels index with; slots are clamped
 (`max(ci, 0)`) and masked as upstream's, so PAD lanes of a CUDA-graph padded batch are harmless.
+Every metadata tensor may have any stride (`cache_indices`, `cache_mask`, `safe_idx`, `cu`,
+`si`, `has_initial_state`, `query_start_loc`, `track_mask`, `track_indices`): each is read at
+its own stride, as upstream's `stride_cm` and `track_idx_stride`.
 
 Differs from upstream: these take fp32 and fp16 activations as well as bf16 and any channel
 count (upstream's CUDA kernels need bf16 with an even D); upstream's
@@ -88,6 +91,9 @@ def _causal_conv1d_kernel(
     cache_w_stride,
     cache_d_stride,
     cm_stride,  # cache_mask stride between sequences
+    safe_idx_stride,  # safe_idx stride between sequences
+    cu_stride,  # cu stride between offsets
+    si_stride,  # si stride between tokens
     n_tokens,  # T
     n_cols,  # D
     W: tl.constexpr,  # kernel width
@@ -105,9 +111,9 @@ def _causal_conv1d_kernel(
     d_mask = d_offs < n_cols
     td_mask = t_mask[:, None] & d_mask[None, :]
 
-    seq = tl.load(si_ptr + t_offs, mask=t_mask, other=0).to(tl.int64)
-    bos = tl.load(cu_ptr + seq, mask=t_mask, other=0).to(tl.int64)
-    slot = tl.load(safe_idx_ptr + seq, mask=t_mask, other=0).to(tl.int64)
+    seq = tl.load(si_ptr + t_offs.to(tl.int64) * si_stride, mask=t_mask, other=0).to(tl.int64)
+    bos = tl.load(cu_ptr + seq * cu_stride, mask=t_mask, other=0).to(tl.int64)
+    slot = tl.load(safe_idx_ptr + seq * safe_idx_stride, mask=t_mask, other=0).to(tl.int64)
     if IS_DECODE:
         use_prefix = t_mask
     else:
@@ -156,6 +162,9 @@ def _update_sconv_cache_kernel(
     ci_ptr,  # int [B] cache slot of each sequence (PAD_SLOT_ID = -1: skipped)
     init_ptr,  # bool [B] the old state is part of the sequence's history
     qsl_ptr,  # int [B+1] sequence start offsets
+    ci_stride,  # cache_indices stride between sequences
+    init_stride,  # has_initial_state stride between sequences
+    qsl_stride,  # query_start_loc stride between offsets
     x_t_stride,
     x_d_stride,
     cache_slot_stride,
@@ -173,11 +182,12 @@ def _update_sconv_cache_kernel(
     d_mask = d_offs < n_cols
     jd_mask = (j < W1)[:, None] & d_mask[None, :]
 
-    ci = tl.load(ci_ptr + pid + tl.zeros_like(j)).to(tl.int64)  # [BLOCK_W], a tensor mask
-    start = tl.load(qsl_ptr + pid).to(tl.int64)
+    seq = pid.to(tl.int64)
+    ci = tl.load(ci_ptr + seq * ci_stride + tl.zeros_like(j)).to(tl.int64)  # [BLOCK_W], a tensor mask
+    start = tl.load(qsl_ptr + seq * qsl_stride).to(tl.int64)
     # As a [BLOCK_W] tensor: the interpreter rejects masks that mix tensors with scalar bools.
-    seqlen = tl.load(qsl_ptr + pid + 1 + tl.zeros_like(j)).to(tl.int64) - start
-    init = tl.load(init_ptr + pid + tl.zeros_like(j)) != 0
+    seqlen = tl.load(qsl_ptr + (seq + 1) * qsl_stride + tl.zeros_like(j)).to(tl.int64) - start
+    init = tl.load(init_ptr + seq * init_stride + tl.zeros_like(j)) != 0
     valid = (ci != -1) & (seqlen > 0)
     slot = tl.maximum(ci, 0)
 
@@ -219,6 +229,9 @@ def _fused_causal_conv1d_update_decode_kernel(
     cache_slot_stride,
     cache_w_stride,
     cache_d_stride,
+    ci_stride,  # cache_indices stride
+    cm_stride,  # cache_mask stride
+    track_mask_stride,  # track_mask stride
     track_stride,  # track_indices stride
     n_tokens,  # B
     n_cols,  # D
@@ -237,10 +250,11 @@ def _fused_causal_conv1d_update_decode_kernel(
     d_mask = d_offs < n_cols
     td_mask = t_mask[:, None] & d_mask[None, :]
 
-    ci = tl.load(ci_ptr + t_offs, mask=t_mask, other=-1).to(tl.int64)
+    t64 = t_offs.to(tl.int64)
+    ci = tl.load(ci_ptr + t64 * ci_stride, mask=t_mask, other=-1).to(tl.int64)
     valid = ci != -1
     slot = tl.maximum(ci, 0)
-    cm = tl.load(cm_ptr + t_offs, mask=t_mask, other=0) != 0
+    cm = tl.load(cm_ptr + t64 * cm_stride, mask=t_mask, other=0) != 0
     row = cache_ptr + slot[:, None] * cache_slot_stride + d_offs[None, :] * cache_d_stride
     tap_mask = td_mask & cm[:, None]
 
@@ -268,8 +282,8 @@ def _fused_causal_conv1d_update_decode_kernel(
     write_mask = td_mask & valid[:, None]
     if DO_TRACK:
         real = t_mask & valid
-        track = tl.load(track_mask_ptr + t_offs, mask=real, other=0) != 0
-        track_slot = tl.load(track_idx_ptr + t_offs * track_stride, mask=real, other=0).to(tl.int64)
+        track = tl.load(track_mask_ptr + t64 * track_mask_stride, mask=real, other=0) != 0
+        track_slot = tl.load(track_idx_ptr + t64 * track_stride, mask=real, other=0).to(tl.int64)
         track_row = cache_ptr + track_slot[:, None] * cache_slot_stride + d_offs[None, :] * cache_d_stride
         track_write = write_mask & track[:, None]
     for k in tl.static_range(W - 2):
@@ -465,7 +479,9 @@ def _causal_conv1d_op(
         return
     n_tokens, dim = x.shape
     block_d = _block_d(dim)
-    cm = cache_mask.reshape(-1)
+    # Flat views of the metadata (a copy only where no view exists); the kernel reads each at
+    # its own stride.
+    cm, safe_idx, cu, si = (t.reshape(-1) for t in (cache_mask, safe_idx, cu, si))
     with _on(x.device):
         _causal_conv1d_kernel[(triton.cdiv(n_tokens, _BLOCK_T), triton.cdiv(dim, block_d))](
             x,
@@ -482,6 +498,9 @@ def _causal_conv1d_op(
             weight.stride(1),
             *sconv_cache.stride(),
             cm.stride(0),
+            safe_idx.stride(0),
+            cu.stride(0),
+            si.stride(0),
             n_tokens,
             dim,
             W=weight.shape[1],
@@ -564,13 +583,17 @@ def _update_sconv_cache_op(
         return
     n_seqs, dim, width1 = cache_indices.numel(), x.shape[1], sconv_cache.shape[1]
     block_d = _block_d(dim)
+    ci, init, qsl = (t.reshape(-1) for t in (cache_indices, has_initial_state, query_start_loc))
     with _on(x.device):
         _update_sconv_cache_kernel[(n_seqs, triton.cdiv(dim, block_d))](
             x,
             sconv_cache,
-            cache_indices,
-            has_initial_state,
-            query_start_loc,
+            ci,
+            init,
+            qsl,
+            ci.stride(0),
+            init.stride(0),
+            qsl.stride(0),
             x.stride(0),
             x.stride(1),
             *sconv_cache.stride(),
@@ -658,9 +681,9 @@ def _fused_decode_op(
     n_tokens, dim = x.shape
     block_d = _block_d(dim)
     do_track = track_mask is not None
-    tm = track_mask.reshape(-1) if do_track else cache_mask  # placeholders are never read
-    ti = track_indices if do_track else cache_indices
-    cm = cache_mask.reshape(-1)
+    ci, cm = cache_indices.reshape(-1), cache_mask.reshape(-1)
+    tm = track_mask.reshape(-1) if do_track else cm  # placeholders are never read
+    ti = track_indices.reshape(-1) if do_track else ci
     with _on(x.device):
         _fused_causal_conv1d_update_decode_kernel[
             (triton.cdiv(n_tokens, _DECODE_BLOCK_T), triton.cdiv(dim, block_d))
@@ -669,7 +692,7 @@ def _fused_decode_op(
             weight,
             sconv_cache,
             y,
-            cache_indices,
+            ci,
             cm,
             tm,
             ti,
@@ -678,6 +701,9 @@ def _fused_decode_op(
             weight.stride(0),
             weight.stride(1),
             *sconv_cache.stride(),
+            ci.stride(0),
+            cm.stride(0),
+            tm.stride(0),
             ti.stride(0),
             n_tokens,
             dim,

@@ -20,7 +20,9 @@ dtype is copied bit-exact. upstream's CUDA kernel needs `item_size % 16 == 0`; t
 Why a kernel: a request's conv and SSM states are a few hundred KB over several layers; moving
 them with torch is a gather, a temporary and a scatter per layer. The kernel copies each item
 straight from its source to its destination (pinned host memory is addressable by the GPU).
-`num_warps_per_item` is upstream's CUDA tuning knob; it is accepted and checked. The page range
+`num_warps_per_item` is upstream's CUDA tuning knob; it is accepted and checked. Index tensors
+may have any stride (the kernel reads `indices[i]` at `i * stride`; upstream's wants them
+dense); the `src_ptrs` table must be dense, as upstream's, or the call raises `ValueError`. The page range
 of the page-first side and the slot range of a tensor side are checked on the device
 (`torch._assert_async`); the table side's ranges are the caller's contract (its pools' sizes are
 not passed), as upstream's.
@@ -63,6 +65,8 @@ def _transfer_kv_mamba_kernel(
     dst,  # the destination buffer
     src_idx_ptr,  # int64 [N] source slot / page of each item
     dst_idx_ptr,  # int64 [N] destination slot / page of each item
+    src_idx_stride,  # elements between items' source indices
+    dst_idx_stride,  # elements between items' destination indices
     src_stride,  # words between source slots / pages
     src_offset,  # words from a source page to its item (layer_id * item on a page-first side)
     dst_stride,  # words between destination slots / pages
@@ -78,8 +82,9 @@ def _transfer_kv_mamba_kernel(
     offsets = col_block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_words
 
-    s = tl.load(src_idx_ptr + pid).to(tl.int64)  # 64-bit: host pools exceed 2**31 words
-    d = tl.load(dst_idx_ptr + pid).to(tl.int64)
+    # 64-bit: host pools exceed 2**31 words
+    s = tl.load(src_idx_ptr + pid.to(tl.int64) * src_idx_stride).to(tl.int64)
+    d = tl.load(dst_idx_ptr + pid.to(tl.int64) * dst_idx_stride).to(tl.int64)
     if FROM_TABLE:
         src_base = tl.load(src + layer).to(tl.pointer_type(WORD), bitcast=True)
     else:
@@ -164,6 +169,12 @@ def _indices(op: str, src_indices, dst_indices, devices) -> None:
         )
 
 
+def _on_device(device, *indices) -> list:
+    """The indices on the kernel's device; the kernel is given these tensors' strides (a move
+    may make a strided index contiguous)."""
+    return [idx.to(device, non_blocking=True) for idx in indices]
+
+
 def _launch(device, grid_n, n_layers, item_size, args, word, word_ty, from_table):
     n_words = item_size // word
     block = min(next_power_of_2(n_words), _MAX_BLOCK_WORDS)
@@ -193,11 +204,14 @@ def _transfer_kv_mamba_pf_lf_op(
         transfer_kv_mamba_pf_lf_ref(src, dst, src_indices, dst_indices, layer_id, item_size, src_layout_dim)
         return
     word_ty, word = copy_word(item_size, src_layout_dim, src.data_ptr(), dst.data_ptr())
+    src_idx, dst_idx = _on_device(device, src_indices, dst_indices)
     args = (
         src,
         dst,
-        src_indices.to(device, non_blocking=True),
-        dst_indices.to(device, non_blocking=True),
+        src_idx,
+        dst_idx,
+        src_idx.stride(0),
+        dst_idx.stride(0),
         src_layout_dim // word,
         layer_id * item_size // word,
         item_size // word,
@@ -276,11 +290,14 @@ def _transfer_kv_mamba_lf_pf_op(
             "(`can_use_transfer_kv_mamba_kernel`; a CUDA table needs a CUDA or pinned dst)"
         )
     word_ty, word = copy_word(item_size, dst_layout_dim, dst.data_ptr())
+    src_idx, dst_idx = _on_device(device, src_indices, dst_indices)
     args = (
         src_ptrs,
         dst,
-        src_indices.to(device, non_blocking=True),
-        dst_indices.to(device, non_blocking=True),
+        src_idx,
+        dst_idx,
+        src_idx.stride(0),
+        dst_idx.stride(0),
         item_size // word,
         0,
         dst_layout_dim // word,
@@ -330,6 +347,13 @@ def transfer_kv_mamba_lf_pf(
         )
         raise ValueError(
             f"{op}: src_ptrs must be a uint64 table of num_layers={num_layers} addresses, got {got}"
+        )
+    if num_layers > 1 and src_ptrs.stride(0) != 1:
+        # The kernel reads `src_ptrs + layer`, as upstream's: a strided view would hand it
+        # other layers' addresses.
+        raise ValueError(
+            f"{op}: src_ptrs must be a contiguous table (stride 1), got stride {src_ptrs.stride(0)}; "
+            "pass `.contiguous()`"
         )
     if num_layers * item_size > dst_layout_dim:
         raise ValueError(

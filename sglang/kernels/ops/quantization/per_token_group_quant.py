@@ -16,7 +16,19 @@ given, else allocated; `(output_q, output_s)` is returned. For each token t and 
               q = e4m3(min(x * 2**(127 - e), 448)); output_s holds the byte e, four groups per
               int32 (byte b of int32 j is group 4j + b; bytes past the last group are 0)
 
-NaN inputs quantize to +448 (fp8) or -128 (int8), as upstream's fminf/fmaxf clamps give.
+NaN is left out of the absmax (upstream's `__hmax` returns the non-NaN operand; a group of NaN
+gets the 1e-10 floor), and a NaN product quantizes to +448 (fp8) or -128 (int8), as upstream's
+fminf/fmaxf clamps give: a NaN input, and also +-inf, whose group has amax = inf, so the
+multiplier qmax / inf is 0 and inf * 0 is NaN (the group's finite values give 0, its scale inf).
+
+0.5.23's additions, with its semantics: fp32 input (without `fuse_silu_and_mul`, as upstream's
+`run_fp32`: the same absmax, scale and clamps on fp32 loads); `sorted_token_ids` (int32 `[>= T]`, any stride),
+`num_tokens_post_padded` (int32 device scalar) and `num_valid_tokens` select the sorted MoE
+layout of a flat input: a row at or past the count, or whose id is `>= num_valid_tokens`, is
+padding and left unwritten (upstream: "may be skipped"). `silu_and_mul_mode="dense"` rounds
+`silu(gate) * up` once (fp32 silu and product) instead of rounding the silu first; upstream
+allows it only with `fuse_silu_and_mul`, a flat input, fp8 output and group 128, and so does
+this (ValueError otherwise).
 `fuse_silu_and_mul`: input [..., 2 * hidden] is (gate, up) and x = T(T(silu(gate)) * up), T the
 input dtype. `masked_m` [E] (int32/int64) with input [E, T_pad, ...]: only tokens t < masked_m[e]
 of expert e are written (read on the device; the host never sees the counts). `expected_m` is a
@@ -35,13 +47,16 @@ Differs from upstream: (1) `qmax / amax` is an IEEE division (`div_rn`); upstrea
 truncation boundary. (2) The ue8m0 multiply is done in fp32, where upstream multiplies in the
 input dtype: for bf16 the two agree bit for bit (a power-of-two scaling of a bf16 value is exact),
 for fp16 upstream's multiplier 2**(127 - e) overflows to inf once amax < 448 * 2**-15 and every
-code saturates to 448; here it does not. (3) silu uses an exact exp (upstream: `__expf`). (4)
-`output_q` and the input may have any strides.
+code saturates to 448; here it does not. (3) silu uses an exact exp (upstream: `__expf`; its
+dense mode also divides `qmax / amax` with `__fdividef`). (4) `output_q`, the input and the
+index tensors (`masked_m`, `sorted_token_ids`) may have any strides. (5) NaN follows 0.5.17:
+0.5.23 keeps a NaN as an fp8 NaN code for bf16 input (no clamp on its bf16 -> fp8 path and
+`__hmin2_nan` under ue8m0), where this, like 0.5.17, writes +448.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Literal, Optional, Tuple
 
 import torch
 import triton
@@ -53,8 +68,9 @@ from sglang.kernels.jit import cdiv, use_triton
 # upstream), float8_e4m3fn's largest finite value is 448 = 1.75 * 2**8.
 _QMAX = {torch.int8: 127.0, torch.float8_e4m3fn: 448.0}
 _QMIN = {torch.int8: -128.0, torch.float8_e4m3fn: -448.0}
-# Upstream's kernel takes 16-bit inputs only.
-_INPUT_DTYPES = (torch.bfloat16, torch.float16)
+# 0.5.17's kernel takes 16-bit inputs; 0.5.23 adds fp32 (without the fused silu), the same
+# math on fp32 loads.
+_INPUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # Upstream's template instantiations: a group is 1 to 32 lanes of 8 or 16 values.
 _SUPPORTED_GROUP_SIZES = (16, 32, 64, 128, 256)
 # The absmax floor upstream bakes in (so an all-zero group has a finite, positive scale).
@@ -112,6 +128,11 @@ def _per_token_group_quant_kernel(
     q_ptr,  # int8, or uint8 bit patterns of float8_e4m3fn, [E, T, H]
     s_ptr,  # fp32 scales, or uint8 bytes of the int32-packed ue8m0 scales
     masked_m_ptr,  # int32/int64 [E] tokens to write per expert (unused unless MASKED)
+    masked_m_stride,  # elements between experts' counts
+    sorted_ptr,  # int32 [>= T] sorted_token_ids (unused unless SORTED)
+    sorted_stride,  # elements between rows' sorted ids
+    n_post_ptr,  # int32 [1] num_tokens_post_padded (unused unless SORTED)
+    n_valid,  # num_valid_tokens: a sorted id at or past it is padding
     n_tokens,  # T (per expert)
     n_groups,  # G = H / GROUP_SIZE
     hidden,  # H
@@ -133,6 +154,8 @@ def _per_token_group_quant_kernel(
     FUSE_SILU_AND_MUL: tl.constexpr,
     X_IS_BF16: tl.constexpr,
     MASKED: tl.constexpr,
+    SORTED: tl.constexpr,  # skip the padding rows of the sorted MoE layout
+    DENSE: tl.constexpr,  # silu_and_mul_mode="dense": one rounding of silu(gate) * up
     GROUP_SIZE: tl.constexpr,
     BLOCK_G: tl.constexpr,  # groups per program
 ):
@@ -143,8 +166,12 @@ def _per_token_group_quant_kernel(
     offs_g = (pid_g * BLOCK_G + tl.arange(0, BLOCK_G)).to(tl.int64)
     n_live = tl.zeros_like(offs_g) + n_tokens  # tokens of this expert to write
     if MASKED:
-        n_live = tl.zeros_like(offs_g) + tl.load(masked_m_ptr + e).to(tl.int64)
+        n_live = tl.zeros_like(offs_g) + tl.load(masked_m_ptr + e * masked_m_stride).to(tl.int64)
     live = t < n_live  # [BLOCK_G], all equal
+    if SORTED:  # upstream: rows at or past *num_tokens_post_padded, or padding ids, are skipped
+        n_post = tl.load(n_post_ptr + tl.zeros_like(offs_g)).to(tl.int64)
+        sorted_id = tl.load(sorted_ptr + t * sorted_stride + tl.zeros_like(offs_g)).to(tl.int64)
+        live = live & (t < n_post) & (sorted_id < n_valid)
     offs_i = tl.arange(0, GROUP_SIZE).to(tl.int64)
     mask_g = (offs_g < n_groups) & live
     cols = offs_g[:, None] * GROUP_SIZE + offs_i[None, :]  # [BLOCK_G, GROUP_SIZE] channels
@@ -154,11 +181,14 @@ def _per_token_group_quant_kernel(
     if FUSE_SILU_AND_MUL:
         up = tl.load(x_row + (cols + hidden) * x_c_stride, mask=mask, other=0.0).to(tl.float32)
         act = x / (1.0 + tl.exp(-x))
-        if X_IS_BF16:
+        if DENSE:  # fp32 silu and product, one rounding to the input dtype
+            x = _round_to_bf16(act * up) if X_IS_BF16 else (act * up).to(tl.float16).to(tl.float32)
+        elif X_IS_BF16:
             x = _round_to_bf16(_round_to_bf16(act) * up)
         else:
             x = (act.to(tl.float16).to(tl.float32) * up).to(tl.float16).to(tl.float32)
-    amax = tl.maximum(tl.max(tl.abs(x), axis=1), eps)  # [BLOCK_G]
+    # NaN does not count in the absmax: upstream's __hmax returns the non-NaN operand.
+    amax = tl.maximum(tl.max(tl.where(x != x, 0.0, tl.abs(x)), axis=1), eps)  # [BLOCK_G]
     scale = amax * inv_qmax
     if UE8M0:
         sbits = scale.to(tl.int32, bitcast=True)  # scale > 0 and normal: no sign bit
@@ -166,11 +196,12 @@ def _per_token_group_quant_kernel(
         y = x * ((254 - expo) << 23).to(tl.float32, bitcast=True)[:, None]  # 2 ** (127 - e)
     else:
         y = x * tl.math.div_rn(tl.zeros_like(amax) + qmax, amax)[:, None]
-    y = tl.where(y != y, qmax, y)  # NaN: fminf(NaN, 448) = 448 upstream
+    # A NaN product (a NaN input, or +-inf times the 0 multiplier of an inf absmax) takes
+    # upstream's clamps: fminf(NaN, 448) = 448 for fp8, fmaxf(NaN, -128) = -128 for int8.
     if IS_FP8:
-        q = _encode_e4m3fn(tl.minimum(tl.maximum(y, qmin), qmax))
+        q = _encode_e4m3fn(tl.minimum(tl.maximum(tl.where(y != y, qmax, y), qmin), qmax))
     else:
-        q = tl.where(x != x, qmin, tl.minimum(tl.maximum(y, qmin), qmax)).to(tl.int8)
+        q = tl.where(y != y, qmin, tl.minimum(tl.maximum(y, qmin), qmax)).to(tl.int8)
     q_row = q_ptr + e * q_e_stride + t * q_t_stride
     tl.store(q_row + cols * q_c_stride, q, mask=mask)
     s_row = s_ptr + e * s_e_stride + t * s_t_stride
@@ -191,7 +222,8 @@ def _quantize_ref(x: torch.Tensor, qdtype: torch.dtype, ue8m0: bool, group_size:
     """fp32 x [..., H] -> (codes in qdtype, fp32 scales, int32 ue8m0 exponents)."""
     qmax, qmin = _QMAX[qdtype], _QMIN[qdtype]
     groups = x.reshape(*x.shape[:-1], x.shape[-1] // group_size, group_size)
-    amax = groups.abs().amax(-1).clamp(min=_EPS)
+    # NaN does not count in the absmax, as in the kernel and upstream's (__hmax).
+    amax = torch.where(torch.isnan(groups), 0.0, groups.abs()).amax(-1).clamp(min=_EPS)
     scale = amax * torch.tensor(1.0 / qmax, dtype=torch.float32)
     sbits = scale.view(torch.int32)
     expo = ((sbits >> 23) & 0xFF) + ((sbits & 0x7FFFFF) != 0).to(torch.int32)
@@ -200,9 +232,10 @@ def _quantize_ref(x: torch.Tensor, qdtype: torch.dtype, ue8m0: bool, group_size:
     else:
         mult = torch.tensor(qmax, dtype=torch.float32) / amax
     y = groups * mult.unsqueeze(-1)
-    y = torch.where(torch.isnan(y), torch.tensor(qmax), y).clamp(qmin, qmax)
+    # A NaN product takes upstream's clamps: +448 (fp8, fminf) or -128 (int8, fmaxf).
+    y = torch.where(torch.isnan(y), torch.tensor(qmax if qdtype != torch.int8 else qmin), y)
+    y = y.clamp(qmin, qmax)
     if qdtype == torch.int8:
-        y = torch.where(torch.isnan(groups), torch.tensor(qmin), y)
         codes = torch.trunc(y).to(torch.int8)
     else:
         codes = y.to(torch.float8_e4m3fn)
@@ -221,27 +254,50 @@ def per_token_group_quant_ref(
     *,
     out_dtype: Optional[torch.dtype] = None,
     column_major_scales: bool = False,
+    sorted_token_ids: Optional[torch.Tensor] = None,
+    num_tokens_post_padded: Optional[torch.Tensor] = None,
+    num_valid_tokens: int = 0,
+    silu_and_mul_mode: str = "legacy",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Pure-torch reference with the same contract (the GPU's rounding: round to nearest)."""
+    op = "per_token_group_quant_ref"
     output_q, output_s = _prepare(
-        "per_token_group_quant_ref", input, output_q, output_s, group_size, scale_ue8m0,
+        op, input, output_q, output_s, group_size, scale_ue8m0,
         fuse_silu_and_mul, masked_m, out_dtype, column_major_scales,
     )
-    _quant_torch(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m)
+    sorted_rows = _check_sorted(op, input, masked_m, sorted_token_ids, num_tokens_post_padded, num_valid_tokens)
+    dense = _check_mode(op, silu_and_mul_mode, input, output_q, group_size, fuse_silu_and_mul, masked_m,
+                        sorted_rows)
+    _quant_torch(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m,
+                 sorted_rows, num_valid_tokens, dense)
     return output_q, output_s
 
 
-def _quant_torch(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m):
+def _live_rows(q3, masked_m, sorted_rows, num_valid_tokens) -> torch.Tensor:
+    """[E, T] bool: the rows the op writes (masked_m's counts; the sorted layout's real rows)."""
+    rows = torch.arange(q3.shape[1], device=q3.device)
+    live = torch.ones(q3.shape[:2], dtype=torch.bool, device=q3.device)
+    if masked_m is not None:
+        live = rows[None, :] < masked_m[:, None]
+    if sorted_rows is not None:
+        sorted_token_ids, num_tokens_post_padded = sorted_rows
+        n_post = num_tokens_post_padded.reshape(-1)[0]
+        live = live & ((rows < n_post) & (sorted_token_ids[: q3.shape[1]] < num_valid_tokens))[None, :]
+    return live
+
+
+def _quant_torch(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m,
+                 sorted_rows=None, num_valid_tokens=0, dense=False):
     x3, q3, s3 = _as_3d(input), _as_3d(output_q), _as_3d(output_s)
     hidden = q3.shape[-1]
     x = x3.float()
     if fuse_silu_and_mul:
         gate, up = x[..., :hidden], x[..., hidden:]
-        x = _round_to(_round_to(torch.nn.functional.silu(gate), input.dtype) * up, input.dtype)
+        act = torch.nn.functional.silu(gate)
+        # legacy: silu rounded to the input dtype, then the product; dense: one rounding.
+        x = _round_to((act if dense else _round_to(act, input.dtype)) * up, input.dtype)
     codes, scale, expo = _quantize_ref(x, q3.dtype, scale_ue8m0, group_size)
-    live = torch.ones(q3.shape[:2], dtype=torch.bool, device=input.device)
-    if masked_m is not None:
-        live = torch.arange(q3.shape[1], device=input.device)[None, :] < masked_m[:, None]
+    live = _live_rows(q3, masked_m, sorted_rows, num_valid_tokens)
     q3.copy_(torch.where(live[..., None], codes, q3))
     n_groups = hidden // group_size
     if scale_ue8m0:
@@ -286,7 +342,10 @@ def _prepare(op, input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_a
         raise ValueError(f"{op}: input must be a 2-D [T, H] or 3-D [E, T, H] tensor, got "
                          f"{tuple(getattr(input, 'shape', ()))}")
     if input.dtype not in _INPUT_DTYPES:
-        raise ValueError(f"{op}: input must be bf16 or fp16, got {input.dtype}")
+        raise ValueError(f"{op}: input must be bf16, fp16 or fp32, got {input.dtype}")
+    if fuse_silu_and_mul and input.dtype == torch.float32:
+        raise ValueError(f"{op}: fuse_silu_and_mul needs a bf16 or fp16 input (upstream's fp32 path "
+                         "has no fused silu), got float32")
     if isinstance(group_size, bool) or group_size not in _SUPPORTED_GROUP_SIZES:
         raise ValueError(f"{op}: group_size must be one of {_SUPPORTED_GROUP_SIZES}, got {group_size!r}")
     in_hidden = input.shape[-1]
@@ -344,6 +403,47 @@ def _prepare(op, input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_a
     return output_q, output_s
 
 
+def _check_sorted(op, input, masked_m, sorted_token_ids, num_tokens_post_padded, num_valid_tokens):
+    """0.5.23's sorted MoE layout: (sorted_token_ids, num_tokens_post_padded), or None. Host-side
+    checks of metadata only (upstream's: int32 ids covering every row, an int32 device count)."""
+    if sorted_token_ids is None:
+        if num_tokens_post_padded is not None:
+            raise ValueError(f"{op}: num_tokens_post_padded was given without sorted_token_ids; "
+                             "pass both (the sorted layout) or neither")
+        return None
+    if masked_m is not None:
+        raise ValueError(f"{op}: sorted_token_ids and masked_m select two layouts; pass one")
+    if input.dim() != 2:
+        raise ValueError(f"{op}: sorted_token_ids needs a 2-D [T, H] input, got {tuple(input.shape)}")
+    for name, t, length in (("sorted_token_ids", sorted_token_ids, input.shape[0]),
+                            ("num_tokens_post_padded", num_tokens_post_padded, 1)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.int32 or t.numel() < length:
+            got = f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{op}: {name} must be an int32 tensor of at least {length} elements, got {got}")
+        if t.device != input.device:
+            raise ValueError(f"{op}: {name} must be on {input.device}, got {t.device}")
+    if sorted_token_ids.dim() != 1:
+        raise ValueError(f"{op}: sorted_token_ids must be 1-D, got {tuple(sorted_token_ids.shape)}")
+    if isinstance(num_valid_tokens, bool) or not isinstance(num_valid_tokens, int) or not (
+            0 <= num_valid_tokens <= 2**31 - 1):
+        raise ValueError(f"{op}: num_valid_tokens must be an int in [0, 2**31), got {num_valid_tokens!r}")
+    return sorted_token_ids, num_tokens_post_padded
+
+
+def _check_mode(op, mode, input, output_q, group_size, fuse_silu_and_mul, masked_m, sorted_rows) -> bool:
+    """0.5.23's `silu_and_mul_mode`: True for "dense"; upstream's limits on it, as ValueErrors."""
+    if mode not in ("legacy", "dense"):
+        raise ValueError(f"{op}: silu_and_mul_mode must be 'legacy' or 'dense', got {mode!r}")
+    if mode == "legacy":
+        return False
+    if not (fuse_silu_and_mul and output_q.dtype == torch.float8_e4m3fn and group_size == 128
+            and masked_m is None and sorted_rows is None):
+        raise ValueError(f"{op}: silu_and_mul_mode='dense' requires fuse_silu_and_mul=True, a flat "
+                         "(not masked, not sorted) input, float8_e4m3fn output and group_size=128, as "
+                         "upstream's; use silu_and_mul_mode='legacy'")
+    return True
+
+
 def _bytes_of(t: torch.Tensor) -> torch.Tensor:
     """A flat uint8 tensor starting at `t`'s first byte (a view of its storage, any strides)."""
     storage = t.untyped_storage()
@@ -361,12 +461,18 @@ def _per_token_group_quant_op(
     scale_ue8m0: bool,
     fuse_silu_and_mul: bool,
     masked_m: Optional[torch.Tensor],
+    sorted_token_ids: Optional[torch.Tensor],
+    num_tokens_post_padded: Optional[torch.Tensor],
+    num_valid_tokens: int,
+    dense: bool,
 ) -> None:
-    tensors = [input, output_q, output_s] + ([masked_m] if masked_m is not None else [])
+    meta = [t for t in (masked_m, sorted_token_ids, num_tokens_post_padded) if t is not None]
     if output_q.numel() == 0:
         return
-    if not use_triton(*tensors):
-        _quant_torch(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m)
+    sorted_rows = (sorted_token_ids, num_tokens_post_padded) if sorted_token_ids is not None else None
+    if not use_triton(input, output_q, output_s, *meta):
+        _quant_torch(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m,
+                     sorted_rows, num_valid_tokens, dense)
         return
     x3, q3, s3 = _as_3d(input), _as_3d(output_q), _as_3d(output_s)
     n_exp, n_tok, hidden = q3.shape
@@ -383,6 +489,11 @@ def _per_token_group_quant_op(
         q3.view(torch.uint8) if is_fp8 else q3,
         s_ptr,
         masked_m if masked_m is not None else s3,  # a valid pointer the kernel never reads
+        masked_m.stride(0) if masked_m is not None else 0,
+        sorted_token_ids if sorted_token_ids is not None else s3,  # likewise
+        sorted_token_ids.stride(0) if sorted_token_ids is not None else 0,
+        num_tokens_post_padded if num_tokens_post_padded is not None else s3,  # likewise
+        num_valid_tokens,
         n_tok,
         n_groups,
         hidden,
@@ -398,6 +509,8 @@ def _per_token_group_quant_op(
         FUSE_SILU_AND_MUL=bool(fuse_silu_and_mul),
         X_IS_BF16=input.dtype == torch.bfloat16,
         MASKED=masked_m is not None,
+        SORTED=sorted_token_ids is not None,
+        DENSE=bool(dense),
         GROUP_SIZE=group_size,
         BLOCK_G=block_g,
         num_warps=_NUM_WARPS,
@@ -405,7 +518,8 @@ def _per_token_group_quant_op(
 
 
 @_per_token_group_quant_op.register_fake
-def _(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m) -> None:
+def _(input, output_q, output_s, group_size, scale_ue8m0, fuse_silu_and_mul, masked_m, sorted_token_ids,
+      num_tokens_post_padded, num_valid_tokens, dense) -> None:
     return None
 
 
@@ -421,14 +535,30 @@ def per_token_group_quant(
     *,
     out_dtype: Optional[torch.dtype] = None,
     column_major_scales: bool = False,
+    sorted_token_ids: Optional[torch.Tensor] = None,
+    num_tokens_post_padded: Optional[torch.Tensor] = None,
+    num_valid_tokens: int = 0,
+    silu_and_mul_mode: Literal["legacy", "dense"] = "legacy",
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Per-token-group quantization of input [T, H] / [E, T, H]; returns (output_q, output_s)."""
+    """Per-token-group quantization of input [T, H] / [E, T, H]; returns (output_q, output_s).
+
+    The last four keywords are 0.5.23's, with its semantics: `sorted_token_ids` (int32, at least
+    T ids, any stride) with `num_tokens_post_padded` (int32 device scalar) and `num_valid_tokens`
+    selects the sorted MoE layout, whose padding rows (at or past the count, or with an id >=
+    `num_valid_tokens`) are left unwritten; `silu_and_mul_mode="dense"` rounds `silu(gate) * up`
+    once (fp32 silu and product) instead of rounding the silu first.
+    """
+    op = "per_token_group_quant"
     output_q, output_s = _prepare(
-        "per_token_group_quant", input, output_q, output_s, group_size, scale_ue8m0,
+        op, input, output_q, output_s, group_size, scale_ue8m0,
         fuse_silu_and_mul, masked_m, out_dtype, column_major_scales,
     )
+    sorted_rows = _check_sorted(op, input, masked_m, sorted_token_ids, num_tokens_post_padded, num_valid_tokens)
+    dense = _check_mode(op, silu_and_mul_mode, input, output_q, group_size, fuse_silu_and_mul, masked_m,
+                        sorted_rows)
     _per_token_group_quant_op(
-        input, output_q, output_s, group_size, bool(scale_ue8m0), bool(fuse_silu_and_mul), masked_m
+        input, output_q, output_s, group_size, bool(scale_ue8m0), bool(fuse_silu_and_mul), masked_m,
+        sorted_token_ids, num_tokens_post_padded, num_valid_tokens, dense,
     )
     return output_q, output_s
 

@@ -179,6 +179,27 @@ def test_custom_all_reduce_world_size_one_copies():
     assert AllReduceAlgo.ONE_SHOT_PUSH.is_push() and not AllReduceAlgo.ONE_SHOT_PULL.is_push()
 
 
+def test_custom_all_reduce_takes_both_releases_calls():
+    x, comm, algo = torch.randn(4, 8), TorchCommunicator(), AllReduceAlgo.TWO_SHOT_PULL
+    calls = [
+        lambda: custom_all_reduce(comm, x, algo, True),  # 0.5.17: pull_arg positional
+        lambda: custom_all_reduce(comm, x, algo),  # 0.5.23: no pull_arg
+        lambda: custom_all_reduce(comm, x, algo, graph_params=torch.zeros(2, dtype=torch.int64)),
+        lambda: custom_all_reduce(comm, x, algo, graph_params=None, use_multicast=True),
+    ]
+    for call in calls:
+        out = call()
+        assert torch.equal(out, x) and out.data_ptr() != x.data_ptr()
+    with pytest.raises(ValueError, match="pull_arg .0.5.17. or graph_params .0.5.23., not both"):
+        custom_all_reduce(comm, x, algo, torch.zeros(2), graph_params=torch.zeros(2))
+    with pytest.raises(ValueError, match="use_multicast must be a bool"):
+        custom_all_reduce(comm, x, algo, use_multicast="yes")
+    with pytest.raises(ValueError, match="graph_params must be a torch.Tensor or None"):
+        custom_all_reduce(comm, x, algo, graph_params=[1])
+    with pytest.raises(TypeError):
+        custom_all_reduce(comm, x, algo, None, None)  # graph_params is keyword-only, as upstream
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_max_occupancy_contract(dtype):
     widths = [1, 7, 64, 100, 128, 1000, 1024, 2048, 3072, 6144, 8192, 16384]

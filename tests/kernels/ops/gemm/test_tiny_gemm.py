@@ -8,7 +8,10 @@ import torch
 from sglang.kernels import registry
 from sglang.kernels.jit import assert_close_rounded
 from sglang.kernels.ops.gemm import (
+    can_use_tiny_gemm,
     is_supported_tiny_gemm,
+    tiny_gemm_bf16,
+    tiny_gemm_bf16_ref,
     tiny_k_gemm_bf16,
     tiny_k_gemm_bf16_ref,
     tiny_n_gemm_bf16,
@@ -18,7 +21,8 @@ from tests.kernels.spy import spy_launches
 
 tiny_module = importlib.import_module("sglang.kernels.ops.gemm.tiny_gemm")
 
-OPS = [tiny_n_gemm_bf16, tiny_k_gemm_bf16]
+OPS_0517 = [tiny_n_gemm_bf16, tiny_k_gemm_bf16]  # their block knob is `split_n`
+OPS = [*OPS_0517, tiny_gemm_bf16]  # 0.5.23's one entry point (`n_split`)
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 
 
@@ -99,7 +103,7 @@ def test_compiles_fullgraph_without_a_graph_break():
     assert_close_rounded(fn(x, w), _expected32(x, w))
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", OPS_0517)
 def test_rejects_what_upstream_rejects(op):
     x, w = _operands(17, 8, 16, torch.bfloat16)
     with pytest.raises(ValueError, match="at most max_m=16 rows"):
@@ -131,3 +135,49 @@ def test_registry_entries():
     assert registry.load("gemm.tiny_n_gemm_bf16") is tiny_n_gemm_bf16
     assert registry.load("gemm.tiny_n_gemm_bf16", "torch") is tiny_n_gemm_bf16_ref
     assert registry.load("gemm.tiny_k_gemm_bf16", "torch") is tiny_k_gemm_bf16_ref
+
+
+def test_tiny_gemm_bf16_takes_fp32_weights_without_downcasting():
+    # 0.5.23: a bf16 x beside fp32 weights multiplies fp32 by fp32 (x's upcast is exact).
+    x, w = _operands(3, 8, 96, torch.bfloat16)
+    w32 = w.float() + 1e-4  # values bf16 cannot hold: a downcast would change the result
+    out = tiny_gemm_bf16(x, w32, out_dtype=torch.float32)
+    assert_close_rounded(out, (x.double() @ w32.double().T).float())
+    assert not torch.equal(out, tiny_gemm_bf16(x, w32.bfloat16(), out_dtype=torch.float32))
+    torch.testing.assert_close(out, tiny_gemm_bf16_ref(x, w32, out_dtype=torch.float32))
+
+
+def test_tiny_gemm_bf16_checks_n_split_and_max_m():
+    x, w = _operands(4, 12, 32, torch.bfloat16)
+    tiny_gemm_bf16(x, w, n_split=3)
+    with pytest.raises(ValueError, match="n_split must be a positive divisor of N=12"):
+        tiny_gemm_bf16(x, w, n_split=5)
+    with pytest.raises(ValueError, match="at most max_m=2 rows"):
+        tiny_gemm_bf16(x, w, max_m=2)
+    with pytest.raises(TypeError):
+        tiny_gemm_bf16(x, w, None, None)  # out_dtype is keyword-only, as upstream
+
+
+# (n, k, max_m) -> upstream 0.5.23's `can_use_tiny_gemm` (its python, run on these values from
+# the 0.5.23 wheel's kernels/ops/gemm/tiny_gemm.py): the N variant (K > N) needs K % 16 == 0 and
+# K / 16 threads in whole warps, at most 1024 and >= max_m; the K variant (K <= N) needs K % 8
+# == 0, K > 8, K / 8 lanes dividing 32 and N a multiple of 32 / lanes.
+UPSTREAM_CAN_USE = [
+    ((256, 7168, 16), True), ((8, 64, 16), False), ((7168, 512, 16), False),
+    ((7168, 128, 16), True), ((100, 64, 16), True), ((102, 64, 16), False),
+    ((8, 16384, 16), True), ((8, 32768, 16), False), ((8, 1024, 16), True),
+    ((8, 1024, 128), False), ((128, 8, 16), False), ((64, 16, 16), True),
+]
+
+
+@pytest.mark.parametrize("shape, want", UPSTREAM_CAN_USE)
+def test_can_use_tiny_gemm_answers_as_upstream(shape, want):
+    assert can_use_tiny_gemm(*shape) is want
+
+
+def test_can_use_tiny_gemm_rejects_nonsense_and_needs_triton(monkeypatch):
+    for bad in ((0, 64), (8, -16), (8.0, 64), (True, 64)):
+        assert can_use_tiny_gemm(*bad) is False
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert can_use_tiny_gemm(256, 7168) is False

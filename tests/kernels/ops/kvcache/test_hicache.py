@@ -16,6 +16,7 @@ from sglang.kernels.ops.kvcache.hicache import (
     transfer_hicache_one_layer_ref,
 )
 from tests.kernels.spy import LaunchSpy as _LaunchSpy
+from tests.kernels.strided import stride2
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
@@ -203,6 +204,10 @@ def test_predicates():
     for bad in (0, -8, 8.0, True):
         assert not can_use_hicache_jit_kernel(element_size=bad)
     assert not can_use_hicache_jit_kernel(element_size=16, unroll=0)
+    # 0.5.23's page_size: None or a page length; it picks upstream's TMA kernel, not the rows.
+    assert can_use_hicache_jit_kernel(element_size=2048, page_size=64)
+    assert can_use_hicache_jit_kernel(element_size=2048, page_size=None)
+    assert not can_use_hicache_jit_kernel(element_size=2048, page_size=0)
     with pytest.raises(TypeError):
         can_use_hicache_jit_kernel(2048)  # keyword-only, as upstream
     # No staged write-back kernel here: callers take the plain backup, as upstream's do.
@@ -298,3 +303,62 @@ def test_registry_and_group_surface(name):
     assert registry.load(f"kvcache.{name}", "torch") is getattr(hicache, f"{name}_ref")
     assert getattr(kvcache, name) is getattr(hicache, name)
     assert kvcache.can_use_hicache_jit_kernel is can_use_hicache_jit_kernel
+
+
+@pytest.mark.parametrize("idx_dtype", [torch.int64, torch.int32])
+def test_one_layer_reads_strided_indices_at_their_stride(spy, idx_dtype):
+    # Stride-2 views of the same slots, other valid slots in their gaps: an index read without
+    # its stride would copy other rows to other places, and the range check would pass.
+    k_src, v_src = _rand((9, 6), torch.bfloat16, 1), _rand((9, 6), torch.bfloat16, 2)
+    k_dst, v_dst = _rand((10, 6), torch.bfloat16, 3), _rand((10, 6), torch.bfloat16, 4)
+    dst, src = torch.tensor([7, 2, 9], dtype=idx_dtype), torch.tensor([0, 8, 3], dtype=idx_dtype)
+    want = (k_dst.clone(), v_dst.clone())
+    transfer_hicache_one_layer(*want, dst, k_src, v_src, src)
+    dst_view = stride2(dst, torch.tensor([1, 4, 5], dtype=idx_dtype))
+    src_view = stride2(src, torch.tensor([6, 1, 5], dtype=idx_dtype))
+    transfer_hicache_one_layer(k_dst, v_dst, dst_view, k_src, v_src, src_view, page_size=16)
+    assert torch.equal(k_dst, want[0]) and torch.equal(v_dst, want[1]) and spy.launches == 2
+    assert torch.equal(k_dst[dst.long()], k_src[src.long()])
+
+
+def test_all_layer_reads_strided_indices_and_refuses_a_strided_table(spy):
+    k, v = _layered(2, 6, 4, torch.float32, 1), _layered(2, 6, 4, torch.float32, 2)
+    tk, tv = torch.zeros_like(k), torch.zeros_like(v)
+    src, dst = torch.tensor([5, 1, 2]), torch.tensor([0, 4, 3])
+    tables = [layer_pointer_table(t) for t in (tk, tv, k, v)]
+    kw = dict(kv_cache_src_stride_bytes=16, kv_cache_dst_stride_bytes=16, page_size=2)
+    src_view, dst_view = stride2(src, torch.tensor([0, 3, 4])), stride2(dst, torch.tensor([5, 1, 2]))
+    transfer_hicache_all_layer(tables[0], tables[1], dst_view, tables[2], tables[3], src_view, **kw)
+    assert torch.equal(tk[:, dst], k[:, src]) and torch.equal(tv[:, dst], v[:, src])
+    assert tk[:, [1, 2, 5]].eq(0).all()  # the decoys' slots stay untouched
+    # A stride-2 view of a layer table would hand the kernel another layer's address: refused
+    # on the host, before any launch.
+    wide = layer_pointer_table([k[0], v[0], k[1], v[1]])
+    with pytest.raises(ValueError, match="k_ptr_src must be a contiguous table"):
+        transfer_hicache_all_layer(tables[0], tables[1], dst, wide[0::2], tables[3], src, **kw)
+    assert spy.launches == 1
+
+
+@pytest.mark.parametrize("page_size", [0, -64, 1.5, True])
+def test_page_size_must_be_none_or_a_positive_int(page_size):
+    k = torch.zeros(4, 2)
+    idx = torch.tensor([0])
+    with pytest.raises(ValueError, match="page_size must be None or a positive int"):
+        transfer_hicache_one_layer(k, k.clone(), idx, k.clone(), k.clone(), idx, page_size=page_size)
+    table = layer_pointer_table([k])
+    with pytest.raises(ValueError, match="page_size must be None or a positive int"):
+        transfer_hicache_all_layer(table, table, idx, table, table, idx, kv_cache_src_stride_bytes=8,
+                                   kv_cache_dst_stride_bytes=8, page_size=page_size)
+
+
+def test_the_range_check_checks_the_strided_values_the_kernel_reads(spy):
+    k_src, v_src = torch.ones(4, 2), torch.ones(4, 2) * 2
+    k_dst, v_dst = torch.zeros(5, 2), torch.zeros(5, 2)
+    # Out of range only in the gaps, which the kernel never reads: accepted.
+    dst, src = stride2(torch.tensor([1, 4]), torch.tensor([99, -7])), stride2(torch.tensor([0, 3]), torch.tensor([50, 60]))
+    transfer_hicache_one_layer(k_dst, v_dst, dst, k_src, v_src, src)
+    assert k_dst[[1, 4]].eq(1).all() and v_dst[[1, 4]].eq(2).all() and spy.launches == 1
+    # Out of range at a position the kernel reads: refused on the device, before the launch.
+    with pytest.raises(RuntimeError, match="indices_src must lie in"):
+        transfer_hicache_one_layer(k_dst, v_dst, dst, k_src, v_src, stride2(torch.tensor([0, 4]), torch.tensor([1, 2])))
+    assert spy.launches == 1

@@ -9,6 +9,7 @@ from sglang.kernels import registry
 from sglang.kernels.ops import kvcache
 from sglang.kernels.ops.kvcache.kvcache import can_use_store_cache, store_cache, store_cache_ref
 from tests.kernels.spy import LaunchSpy as _LaunchSpy
+from tests.kernels.strided import stride2
 
 kvcache_module = importlib.import_module("sglang.kernels.ops.kvcache.kvcache")
 
@@ -107,6 +108,9 @@ def test_the_explicit_torch_path_agrees(monkeypatch, spy):
 def test_predicate():
     assert can_use_store_cache(2048) and can_use_store_cache(512, 256) and can_use_store_cache(6)
     assert not can_use_store_cache(0) and not can_use_store_cache(-4, 8)
+    # 0.5.23's tuning knob: 0 (upstream's heuristic) or a thread count; nonsense answers False.
+    assert can_use_store_cache(2048, 0, 0) and can_use_store_cache(512, 256, num_threads=64)
+    assert not can_use_store_cache(512, num_threads=-1) and not can_use_store_cache(512, num_threads=True)
 
 
 def _args():
@@ -172,3 +176,48 @@ def test_registry_and_group_surface():
     assert kvcache.store_cache is store_cache and kvcache.can_use_store_cache is can_use_store_cache
     # upstream uses triton_store_cache.py for an unrelated FP8 kernel: the name holds nothing here.
     assert importlib.util.find_spec("sglang.kernels.ops.kvcache.triton_store_cache") is None
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_a_strided_index_is_read_at_its_stride(spy, dtype):
+    # The same slots as a stride-2 view, whose gaps hold other valid slots: a kernel that ignored
+    # the stride would write k/v rows into the decoys' slots (and pass the range check).
+    k, v = _rand((4, 2, 8), torch.bfloat16, 1), _rand((4, 2, 4), torch.bfloat16, 2)
+    k_cache, v_cache = _rand((16, 2, 8), torch.bfloat16, 3), _rand((16, 2, 4), torch.bfloat16, 4)
+    loc = torch.tensor([5, 0, 11, 2], dtype=dtype)
+    view = stride2(loc, torch.tensor([7, 9, 13, 15], dtype=dtype))
+    want = (k_cache.clone(), v_cache.clone())
+    store_cache(k, v, *want, loc)
+    store_cache(k, v, k_cache, v_cache, view)
+    assert spy.launches == 2
+    assert torch.equal(k_cache, want[0]) and torch.equal(v_cache, want[1])
+    k_ref, v_ref = _expected(k, v, k_cache, v_cache, loc)
+    assert torch.equal(k_cache, k_ref) and torch.equal(v_cache, v_ref)
+
+
+def test_the_range_check_checks_the_strided_values_the_kernel_reads(spy):
+    k, v = _rand((2, 4), torch.float32, 1), _rand((2, 4), torch.float32, 2)
+    k_cache, v_cache = torch.zeros(8, 4), torch.zeros(8, 4)
+    # In range at the view's positions, out of range only in the gaps: accepted.
+    store_cache(k, v, k_cache, v_cache, stride2(torch.tensor([1, 3]), torch.tensor([99, -5])))
+    assert torch.equal(k_cache[[1, 3]], k) and spy.launches == 1
+    # Out of range at a position the kernel reads: refused on the device, nothing written.
+    with pytest.raises(RuntimeError, match="indices must lie in"):
+        store_cache(k, v, k_cache, v_cache, stride2(torch.tensor([1, 8]), torch.tensor([2, 3])))
+    assert spy.launches == 1
+
+
+def test_a_strided_index_compiles_without_a_graph_break():
+    # The stride is read from the tensor at launch time, inside the custom op: compiled code
+    # passes the view through and stores what eager does.
+    k, v, k_cache, v_cache, _ = _args()
+    loc = stride2(torch.tensor([0, 4, 5]), torch.tensor([1, 2, 3]))
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def step(k, v, kc, vc, loc):
+        store_cache(k, v, kc, vc, loc)
+        return kc.sum()
+
+    step(k, v, k_cache, v_cache, loc)
+    k_want, v_want = _expected(k, v, torch.zeros(6, 8), torch.zeros(6, 8), loc)
+    assert torch.equal(k_cache, k_want) and torch.equal(v_cache, v_want)

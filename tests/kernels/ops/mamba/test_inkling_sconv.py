@@ -17,6 +17,7 @@ from sglang.kernels.ops.mamba.inkling_sconv import (
     update_sconv_cache_ref,
 )
 from tests.kernels.spy import LaunchSpy as _LaunchSpy
+from tests.kernels.strided import stride2
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
@@ -285,3 +286,48 @@ def test_registry_and_group_surface(name):
     assert registry.load(f"mamba.{name}") is getattr(inkling_sconv, name)
     assert registry.load(f"mamba.{name}", "torch") is getattr(inkling_sconv, f"{name}_ref")
     assert getattr(mamba, name) is getattr(inkling_sconv, name)
+
+
+def _strided(t, decoys):
+    """`t` (any shape) as a stride-2 view holding `decoys` in its gaps."""
+    return stride2(t.reshape(-1), torch.tensor(decoys, dtype=t.dtype)).view(t.shape)
+
+
+def test_every_metadata_tensor_is_read_at_its_stride(monkeypatch):
+    # The same metadata as stride-2 views, other valid values in their gaps (slots, offsets,
+    # sequence ids, flags): a kernel that read any of them at `ptr + i` would take a decoy.
+    spies = [_spy(monkeypatch, name) for name in (
+        "_causal_conv1d_kernel", "_update_sconv_cache_kernel", "_fused_causal_conv1d_update_decode_kernel")]
+    dim, width = 8, 4
+    x = _rand((9, dim), torch.float32, 1)
+    weight = _rand((dim, width), torch.float32, 2, 0.5)
+    cache = _rand((8, width - 1, dim), torch.float32, 3)
+    m = _meta([3, 2, 4], [4, 0, 2], [True, False, True])
+    strided = {
+        "cache_mask": _strided(m["cache_mask"], [False, True, False]),
+        "safe_idx": _strided(m["safe_idx"], [1, 3, 5]),
+        "cu": _strided(m["cu"], [1, 2, 6, 7]),
+        "si": _strided(m["si"], [2, 1, 0, 2, 0, 1, 0, 0, 1]),
+        "ci": _strided(m["ci"], [1, 3, 5]),
+        "init": _strided(m["init"], [True, True, False]),  # sequence 1 (2 < W-1 tokens) reads it
+        "qsl": _strided(m["qsl"], [1, 2, 6, 7]),
+    }
+    assert all(t.reshape(-1).stride(0) == 2 and torch.equal(t, m[k]) for k, t in strided.items())
+    for meta in (m, strided):
+        meta["y"] = causal_conv1d(x, weight, cache, meta["cache_mask"], meta["safe_idx"], meta["cu"], meta["si"])
+        meta["cache"] = cache.clone()
+        update_sconv_cache(x, meta["cache"], meta["ci"], meta["init"], meta["qsl"])
+    assert torch.equal(strided["y"], m["y"]) and torch.equal(strided["cache"], m["cache"])
+
+    ci, cm = torch.tensor([3, 7, -1, 6]), torch.tensor([True, False, True, True])
+    track_mask, track_idx = torch.tensor([True, True, False, True]), torch.tensor([1, 2, 0, 5])
+    plain = (ci, cm, track_mask, track_idx)
+    views = (_strided(ci, [0, 1, 2, 4]), _strided(cm, [False, True, False, False]),
+             _strided(track_mask, [False, False, True, False]), _strided(track_idx, [4, 0, 1, 2]))
+    outs = []
+    for c, mask, tm, ti in (plain, views):
+        state = cache.clone()
+        y = fused_causal_conv1d_update_decode(x[:4], weight, state, c, mask, track_mask=tm, track_indices=ti)
+        outs.append((y, state))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    assert [s.launches for s in spies] == [2, 2, 2]

@@ -15,6 +15,7 @@ from sglang.kernels.ops.mamba.transfer_mamba import (
     transfer_kv_mamba_pf_lf_ref,
 )
 from tests.kernels.spy import LaunchSpy as _LaunchSpy
+from tests.kernels.strided import stride2
 
 LAYERS = 3
 
@@ -171,3 +172,46 @@ def test_registry_and_group_surface(name):
     assert registry.load(f"mamba.{name}") is getattr(transfer_mamba, name)
     assert registry.load(f"mamba.{name}", "torch") is getattr(transfer_mamba, f"{name}_ref")
     assert getattr(mamba, name) is getattr(transfer_mamba, name)
+
+
+def test_both_transfers_read_strided_indices_at_their_stride(spy):
+    # Stride-2 views of the same pages and slots, other valid ones in their gaps: a kernel that
+    # read `idx_ptr + pid` would move other items to other places and pass the range checks.
+    device_layers = [_rand((7, 6), torch.float32, layer) for layer in range(LAYERS)]
+    host = _rand((5, LAYERS, 6), torch.float32, 9)
+    item = _item_bytes(device_layers[0])
+    dev_idx, host_idx = torch.tensor([6, 0, 3]), torch.tensor([4, 1, 2])
+    dev_view, host_view = stride2(dev_idx, torch.tensor([1, 2, 5])), stride2(host_idx, torch.tensor([0, 3, 0]))
+    table = layer_pointer_table(device_layers)
+    want = host.clone()
+    transfer_kv_mamba_lf_pf(table, want, dev_idx, host_idx, item, item * LAYERS, LAYERS)
+    transfer_kv_mamba_lf_pf(table, host, dev_view, host_view, item, item * LAYERS, LAYERS)
+    assert torch.equal(host, want)
+    for layer in range(LAYERS):
+        loaded, strided = torch.zeros(7, 6), torch.zeros(7, 6)
+        transfer_kv_mamba_pf_lf(host, loaded, host_idx, dev_idx, layer, item, item * LAYERS)
+        transfer_kv_mamba_pf_lf(host, strided, host_view, dev_view, layer, item, item * LAYERS)
+        assert torch.equal(strided, loaded)
+        assert torch.equal(strided[dev_idx], device_layers[layer][dev_idx])
+    assert spy.launches == 2 + 2 * LAYERS
+
+
+def test_lf_pf_refuses_a_strided_table_before_any_launch(spy):
+    layers = [torch.ones(2, 4) * i for i in range(4)]
+    wide = layer_pointer_table(layers)
+    host = torch.zeros(2, 2, 4)
+    with pytest.raises(ValueError, match="src_ptrs must be a contiguous table"):
+        transfer_kv_mamba_lf_pf(wide[0::2], host, torch.tensor([0]), torch.tensor([1]), 16, 32, 2)
+    assert spy.launches == 0 and not host.any()
+
+
+def test_the_range_check_checks_the_strided_values_the_kernel_reads(spy):
+    host, dst = torch.ones(4, LAYERS, 2), torch.zeros(3, 2)
+    # Out of range only in the gaps, which the kernel never reads: accepted.
+    pages, slots = stride2(torch.tensor([3]), torch.tensor([9])), stride2(torch.tensor([2]), torch.tensor([-4]))
+    transfer_kv_mamba_pf_lf(host, dst, pages, slots, 0, 8, 8 * LAYERS)
+    assert dst[2].eq(1).all() and not dst[:2].any() and spy.launches == 1
+    # Out of range at a position the kernel reads: refused on the device, before the launch.
+    with pytest.raises(RuntimeError, match="src_indices must lie in"):
+        transfer_kv_mamba_pf_lf(host, dst, stride2(torch.tensor([4]), torch.tensor([0])), slots, 0, 8, 8 * LAYERS)
+    assert spy.launches == 1

@@ -12,6 +12,7 @@ import torch
 from sglang.kernels import registry
 from sglang.kernels.ops.quantization import per_token_group_quant, per_token_group_quant_ref
 from tests.kernels.spy import spy_launches
+from tests.kernels.strided import stride2
 
 quant_module = importlib.import_module("sglang.kernels.ops.quantization.per_token_group_quant")
 
@@ -177,7 +178,8 @@ def test_compiles_fullgraph_without_a_graph_break():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(input=torch.ones(2, 64)), "input must be bf16 or fp16"),
+        (dict(input=torch.ones(2, 64, dtype=torch.float64)), "input must be bf16, fp16 or fp32"),
+        (dict(input=torch.ones(2, 128), fuse_silu_and_mul=True), "fuse_silu_and_mul needs a bf16 or fp16"),
         (dict(group_size=48), "group_size must be one of"),
         (dict(group_size=128), "multiple of group_size=128"),
         (dict(output_s=torch.ones(2, 2)), "output_s was given without output_q"),
@@ -190,6 +192,19 @@ def test_compiles_fullgraph_without_a_graph_break():
          r"output_s must have shape \(2, 2\)"),
         (dict(masked_m=torch.ones(2, dtype=torch.int32)), "masked_m needs a 3-D"),
         (dict(output_q=[0], output_s=torch.ones(2, 2)), "output_q must be a torch.Tensor or None"),
+        (dict(silu_and_mul_mode="fast"), "silu_and_mul_mode must be 'legacy' or 'dense'"),
+        (dict(silu_and_mul_mode="dense"), "silu_and_mul_mode='dense' requires fuse_silu_and_mul"),
+        (dict(input=torch.ones(2, 256, dtype=torch.bfloat16), fuse_silu_and_mul=True, out_dtype=INT8,
+              silu_and_mul_mode="dense"), "float8_e4m3fn output and group_size=128"),
+        (dict(num_tokens_post_padded=torch.ones(1, dtype=torch.int32)), "without sorted_token_ids"),
+        (dict(sorted_token_ids=torch.arange(2, dtype=torch.int32)),
+         "num_tokens_post_padded must be an int32 tensor of at least 1"),
+        (dict(sorted_token_ids=torch.arange(1, dtype=torch.int32),
+              num_tokens_post_padded=torch.ones(1, dtype=torch.int32)),
+         "sorted_token_ids must be an int32 tensor of at least 2"),
+        (dict(sorted_token_ids=torch.arange(2, dtype=torch.int32),
+              num_tokens_post_padded=torch.ones(1, dtype=torch.int32), num_valid_tokens=-1),
+         "num_valid_tokens must be an int"),
     ],
 )
 def test_rejects_bad_inputs(kwargs, match):
@@ -201,3 +216,108 @@ def test_rejects_bad_inputs(kwargs, match):
 def test_registry_entry():
     assert registry.load("quantization.per_token_group_quant") is per_token_group_quant
     assert registry.load("quantization.per_token_group_quant", "torch") is per_token_group_quant_ref
+
+
+def test_masked_m_is_read_at_its_stride():
+    # The same counts as a stride-2 view whose gaps hold other valid counts: read without its
+    # stride, expert 1 would write 4 tokens and expert 2 one.
+    x = _activations((3, 4, 64), torch.bfloat16)
+    masked_m = torch.tensor([0, 2, 3], dtype=torch.int32)
+    outs = []
+    for counts in (masked_m, stride2(masked_m, torch.tensor([4, 1, 0], dtype=torch.int32))):
+        q, s = torch.full((3, 4, 64), 7, dtype=INT8), torch.full((3, 4, 2), -1.0)
+        per_token_group_quant(x, q, s, group_size=32, masked_m=counts)
+        outs.append((q, s))
+    _assert_same(outs[1], outs[0])
+    want = (torch.full((3, 4, 64), 7, dtype=INT8), torch.full((3, 4, 2), -1.0))
+    per_token_group_quant_ref(x, *want, group_size=32, masked_m=masked_m)
+    _assert_same(outs[1], want)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_int8_inf_gives_upstreams_minus_128(dtype):
+    # Upstream (per_token_group_quant.cuh, 0.5.17 and 0.5.23): amax = inf, so the multiplier
+    # 127 / inf is 0; inf * 0 is NaN, and static_cast<int8_t>(fminf(fmaxf(NaN, -128), 127))
+    # is -128 (fmaxf returns the non-NaN operand). Finite values * 0 give 0; the scale is inf.
+    x = torch.ones(2, 32, dtype=dtype)
+    x[0, 5], x[1, 9] = float("inf"), float("-inf")
+    q, s = per_token_group_quant(x, group_size=32, out_dtype=INT8)
+    assert q[0, 5].item() == -128 and q[1, 9].item() == -128
+    assert not q[0].ne(0).logical_and(torch.arange(32) != 5).any() and not q[1, :9].any()
+    assert torch.isinf(s).all()
+    _assert_same((q, s), per_token_group_quant_ref(x, group_size=32, out_dtype=INT8))
+    # fp8 takes fminf(NaN, 448) = +448 for both signs, as upstream's WeightTrait<fp8> comment says.
+    qf, _ = per_token_group_quant(x, group_size=32)
+    assert qf.float()[0, 5].item() == 448.0 and qf.float()[1, 9].item() == 448.0
+
+
+@pytest.mark.parametrize("out_dtype, ue8m0", FORMATS)
+def test_nan_is_left_out_of_the_absmax_by_kernel_and_reference_alike(out_dtype, ue8m0):
+    # Upstream's absmax is __hmax over the group, which returns the non-NaN operand: a NaN
+    # element does not make the group's scale NaN, and the other elements keep their codes.
+    x = _activations((2, 64), torch.bfloat16)
+    clean = per_token_group_quant_ref(x, group_size=32, out_dtype=out_dtype, scale_ue8m0=ue8m0)
+    x[0, 3] = float("nan")
+    x[1, 32:] = float("nan")  # a whole group of NaN: the absmax is the 1e-10 floor
+    got = per_token_group_quant(x, group_size=32, out_dtype=out_dtype, scale_ue8m0=ue8m0)
+    _assert_same(got, per_token_group_quant_ref(x, group_size=32, out_dtype=out_dtype, scale_ue8m0=ue8m0))
+    if not ue8m0:
+        assert torch.equal(got[1][0], clean[1][0]) and not torch.isnan(got[1]).any()
+        assert got[1][1, 1].item() == torch.tensor(1e-10) * torch.tensor(1 / _QMAX[out_dtype])
+    keep = torch.arange(64) != 3
+    assert torch.equal(_bits(got[0])[0, keep], _bits(clean[0])[0, keep])
+
+
+_QMAX = {INT8: 127.0, FP8: 448.0}
+
+
+def test_sorted_layout_leaves_the_padding_rows_unwritten():
+    # 0.5.23: rows at or past num_tokens_post_padded, or whose sorted id is >= num_valid_tokens
+    # (moe_align_block_size's padding sentinel), are left as they were; the rest as the flat op.
+    x = _activations((6, 64), torch.bfloat16)
+    ids = torch.tensor([0, 5, 1, 3, 2, 4], dtype=torch.int32)  # 5 is padding with 5 valid tokens
+    n_post = torch.tensor([4], dtype=torch.int32)  # rows 4 and 5 past it
+    live = torch.tensor([True, False, True, True, False, False])
+    flat = per_token_group_quant(x, group_size=32, out_dtype=INT8)
+    outs = []
+    for sorted_ids in (ids, stride2(ids, torch.tensor([5, 0, 5, 5, 0, 1], dtype=torch.int32))):
+        q, s = torch.full((6, 64), 7, dtype=INT8), torch.full((6, 2), -1.0)
+        per_token_group_quant(x, q, s, group_size=32, sorted_token_ids=sorted_ids,
+                              num_tokens_post_padded=n_post, num_valid_tokens=5)
+        assert torch.equal(q[live], flat[0][live]) and torch.equal(s[live], flat[1][live])
+        assert (q[~live] == 7).all() and (s[~live] == -1).all()
+        outs.append((q, s))
+    _assert_same(outs[1], outs[0])
+    want = (torch.full((6, 64), 7, dtype=INT8), torch.full((6, 2), -1.0))
+    per_token_group_quant_ref(x, *want, group_size=32, sorted_token_ids=ids, num_tokens_post_padded=n_post,
+                              num_valid_tokens=5)
+    _assert_same(outs[0], want)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_dense_silu_and_mul_rounds_once(dtype):
+    x = _activations((4, 512), dtype, seed=3)
+    dense = per_token_group_quant(x, fuse_silu_and_mul=True, silu_and_mul_mode="dense")
+    _assert_same(dense, per_token_group_quant_ref(x, fuse_silu_and_mul=True, silu_and_mul_mode="dense"))
+    legacy = per_token_group_quant(x, fuse_silu_and_mul=True)
+    _assert_same(legacy, per_token_group_quant(x, fuse_silu_and_mul=True, silu_and_mul_mode="legacy"))
+    # The by-hand model of upstream's dense path: fp32 silu and product, one rounding.
+    gate, up = x.float()[:, :256], x.float()[:, 256:]
+    act = (gate * torch.sigmoid(gate) * up).to(dtype)
+    _assert_same(dense, per_token_group_quant_ref(act))
+    assert not torch.equal(_bits(dense[0]), _bits(legacy[0]))  # the two modes differ here
+
+
+@pytest.mark.parametrize("out_dtype, ue8m0", FORMATS)
+def test_fp32_input_as_upstream_0_5_23(out_dtype, ue8m0):
+    # 0.5.23's run_fp32: the 16-bit path's absmax, scale and clamps on fp32 values.
+    x = _activations((3, 64), torch.float32, seed=5)
+    got = per_token_group_quant(x, group_size=32, out_dtype=out_dtype, scale_ue8m0=ue8m0)
+    _assert_same(got, per_token_group_quant_ref(x, group_size=32, out_dtype=out_dtype, scale_ue8m0=ue8m0))
+    if not ue8m0:  # by hand: amax / qmax, and the codes of x * (qmax / amax)
+        amax = x.view(3, 2, 32).abs().amax(-1)
+        assert torch.equal(got[1], amax * torch.tensor(1 / _QMAX[out_dtype]))
+        # An IEEE division (a Python scalar over a tensor is reciprocal-then-multiply in torch).
+        y = (x.view(3, 2, 32) * (torch.tensor(_QMAX[out_dtype]) / amax)[..., None]).view(3, 64)
+        want = torch.trunc(y).to(INT8) if out_dtype == INT8 else y.to(FP8)
+        assert torch.equal(_bits(got[0]), _bits(want))
