@@ -2,24 +2,31 @@
 
 Run from the repo root on a machine with a CUDA device: `python benchmarks/gpu_report.py`
 (`--group gemm` for one group, `--markdown FILE` to also write the table, `--json FILE` for the
-raw rows). For each operator case, at shapes taken from real models (Llama-3-8B/70B,
-DeepSeek-V3, MiniMax-M2):
+raw rows, `--upstream DIR` for upstream's kernels, `--peaks` for a device not in `DEVICES`).
+For each operator case, at shapes taken from real models (Llama-3-8B/70B, DeepSeek-V3,
+MiniMax-M2):
 
 1. correctness: the Triton entry point against the operator's torch reference on the device
    (the registry's `torch` backend), compared exactly or rounding-aware (one ulp after the
-   device's rounding, `sglang.kernels.jit.assert_close_rounded`), before anything is timed;
-2. speed: the median time (`triton.testing.do_bench`) of the Triton entry point, of the torch
-   reference, and of "upstream-shaped eager code" -- what upstream runs when its fused kernel is
-   off (cuBLAS for the GEMMs, the HF / `forward_native` torch code for the norms, index copies
-   for the caches); for decode-sized cases also the Triton call captured in a CUDA graph and
-   replayed (what a decode step pays once launch overhead is gone);
-3. throughput: GB/s of the bytes each case must move (memory-bound operators) or TFLOP/s
-   (GEMMs), and the percentage of the device's peak, read from `PEAKS` by the device's name.
+   device's rounding; GEMMs one ulp plus an accumulation term that grows with K,
+   `gemm_check`), before anything is timed;
+2. speed: the median time (`bench`: CUDA events, L2 flushed before each call, an in-place
+   operator's inputs restored by its `setup` before each call, both outside the timed region)
+   of the Triton entry point, of the torch reference, of "upstream-shaped eager code" -- what
+   upstream runs when its fused kernel is off (cuBLAS for the GEMMs, the HF / `forward_native`
+   torch code for the norms, index copies for the caches) -- and of upstream's own kernel
+   where one can run (its Triton kernels from an unpacked wheel, `sgl_kernel` when installed;
+   `_upstream_kernels.py`); for decode-sized cases also the Triton call captured in a CUDA
+   graph and replayed, its warm-up under `torch.cuda.set_sync_debug_mode("error")`;
+3. throughput: GB/s of the bytes each case must move, TFLOP/s for GEMMs, and each as a
+   percentage of its own peak from `DEVICES` (matched by the full device name): host<->device
+   transfers against the host link (PCIe or NVLink-C2C), other memory-bound cases against HBM,
+   GEMMs against both HBM and compute; "% roofline" is the binding one.
 
-Without a CUDA device it says so and exits 0. `--cpu-smoke` builds every case at its tiny
-smoke shape on the CPU and runs only the correctness step (through Triton's interpreter when
-`TRITON_INTERPRET=1`): the test suite does that, so the script's argument builders are checked
-without a GPU.
+Any exception in a case is that case's row; the run goes on. Without a CUDA device it says so
+and exits 0. `--cpu-smoke` runs every case at its tiny smoke shape on the CPU through the same
+`measure` (check, each variant called once, throughput, upstream), through Triton's interpreter
+when `TRITON_INTERPRET=1`; its times mean nothing. The test suite runs it.
 """
 
 from __future__ import annotations
@@ -1097,7 +1104,7 @@ def _peaks_arg(text: str) -> Peaks:
     return Peaks(hbm, tflops, link, "given with --peaks")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=NAME, description=__doc__.split("\n")[0])
     parser.add_argument("--group", help="only the operators of this group (e.g. gemm)")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
@@ -1115,6 +1122,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.upstream is not None and not (args.upstream / "sglang").is_dir():
         parser.error(f"--upstream {args.upstream}: no sglang/ folder there; give the folder an "
                      "unpacked sglang wheel was extracted into")
+    return args
+
+
+def _uncovered(selected: list[Case]) -> list[dict]:
+    """A row for each registered operator without a case: the table names what it did not time."""
+    from sglang.kernels import registry
+
+    covered = {c.op_id for c in selected}
+    return [{"op": op_id, "case": "no case in this script yet", "check": "-"}
+            for op_id in registry.op_ids() if op_id not in covered]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
     selected = [c for c in cases() if args.group is None or c.op_id.split(".")[0] == args.group]
     if args.cpu_smoke:
         return cpu_smoke(selected, args.upstream)
@@ -1132,19 +1153,18 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(case, peaks, "cuda", timing, args.upstream))
         print(json.dumps(rows[-1]), flush=True)
     if args.group is None:
-        from sglang.kernels import registry
+        rows += _uncovered(selected)
+    _write(args, rows, device_name, peaks)
+    return 1 if any(r["check"] not in ("ok", "-") for r in rows) else 0
 
-        covered = {c.op_id for c in selected}
-        for op_id in registry.op_ids():
-            if op_id not in covered:  # said, not hidden: the table names what it did not time
-                rows.append({"op": op_id, "case": "no case in this script yet", "check": "-"})
+
+def _write(args: argparse.Namespace, rows: list[dict], device_name: str, peaks) -> None:
     table = markdown(rows, device_name, peaks)
     print(table)
     if args.markdown:
         args.markdown.write_text(table, encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps({"device": device_name, "rows": rows}, indent=1), encoding="utf-8")
-    return 1 if any(r["check"] not in ("ok", "-") for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -444,14 +444,14 @@ def test_upstream_triton_kernels_run_and_agree_on_the_cpu(report, tmp_path, vers
     root = _unpacked_wheel(version, tmp_path)
     if root is None:
         pytest.skip(f"no sglang-{version} wheel in SGLANG_WHEELS (a folder of wheels)")
-    bound = [c for c in report.cases() if c.op_id.startswith("mamba.") and "sconv" in c.label
-             or c.label.endswith("int8")]
-    assert len(bound) == 4
-    for case in bound:
-        row = report.measure(case, None, "cpu", report.SMOKE_TIMING, root, smoke=True)
-        assert row["check"] == "ok", row
-        if case.op_id.startswith("mamba."):  # upstream's sconv Triton: the same results
-            assert row["upstream"] == "ok" and row["upstream_ms"] > 0, row
-        else:  # upstream's Triton int8 divides by the scale where its CUDA kernel (and this
-            # library) multiplies by qmax / amax: a group's largest value may differ by one code
-            assert row["upstream"] == "ok" or row["upstream"].startswith("differs: "), row
+    rows = {c.op_id: report.measure(c, None, "cpu", report.SMOKE_TIMING, root, smoke=True)
+            for c in report.cases() if "sconv" in c.label or c.label.endswith("int8")}
+    assert all(row["check"] == "ok" for row in rows.values()), rows
+    int8 = rows.pop("quantization.per_token_group_quant")
+    assert sorted(rows) == ["mamba.causal_conv1d", "mamba.fused_causal_conv1d_update_decode",
+                            "mamba.update_sconv_cache"]
+    # upstream's sconv Triton: the same results, and timed
+    assert all(row["upstream"] == "ok" and row["upstream_ms"] > 0 for row in rows.values()), rows
+    # upstream's Triton int8 divides by the scale where its CUDA kernel (and this library)
+    # multiplies by qmax / amax: a group's largest value may differ by one code
+    assert int8["upstream"] == "ok" or int8["upstream"].startswith("differs: "), int8
