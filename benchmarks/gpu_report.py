@@ -640,6 +640,55 @@ def _hicache_all_layer_case(label, layers, tokens, heads, head_dim, slots):
                 smoke=lambda d: build(d, 3, 5, 2, 8, 16))
 
 
+def _host_pool_load_case(label, layers, tokens, heads, head_dim, slots):
+    """The runtime's `MHATokenToKVPoolHost.load_to_device_all_layer`, host indices on the host
+    as its allocator gives them: the index copy (pinned, non-blocking) and the all-layer
+    kernel. On a GPU its check runs under `torch.cuda.set_sync_debug_mode("error")`, so a
+    host sync anywhere on that path fails the check."""
+
+    def build(device, layers=layers, tokens=tokens, heads=heads, head_dim=head_dim, slots=slots):
+        import torch
+
+        from sglang.srt.mem_cache.memory_pool_host import MHATokenToKVPool
+        from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
+
+        pool = MHATokenToKVPool(slots, heads, head_dim, layers, torch.bfloat16, device)
+        pool.k_buffer.normal_()
+        pool.v_buffer.normal_()
+        host = MHATokenToKVPoolHost(pool, host_size=slots, page_size=1, pin_memory=True)
+        host_idx = host.alloc(tokens)  # int64 on the host, as the runtime's allocator gives
+        device_idx = torch.randperm(slots, device=device)[:tokens] + 1  # slot 0 is padding
+        host.backup_from_device_all_layer(pool, host_idx, device_idx)
+        target = MHATokenToKVPool(slots, heads, head_dim, layers, torch.bfloat16, device)
+
+        def load():
+            host.load_to_device_all_layer(target, host_idx, device_idx)
+
+        def torch_path():
+            jit, host.can_use_jit = host.can_use_jit, False
+            try:
+                load()
+            finally:
+                host.can_use_jit = jit
+
+        def check():
+            if device == "cuda":
+                torch.cuda.set_sync_debug_mode("error")
+            try:
+                load()
+            finally:
+                if device == "cuda":
+                    torch.cuda.set_sync_debug_mode("default")
+            for got, want in ((target.k_buffer, pool.k_buffer), (target.v_buffer, pool.v_buffer)):
+                assert torch.equal(got[:, device_idx], want[:, device_idx])
+
+        crossing = 2 * layers * tokens * heads * head_dim * 2  # K and V, bf16, host -> device
+        return Run(load, torch_path, check, bytes_moved=2 * crossing, link_bytes=crossing)
+
+    return Case("kvcache.transfer_hicache_all_layer", label, build, False,
+                smoke=lambda d: build(d, 3, 5, 2, 8, 16))
+
+
 def _mamba_transfer_case(label, op, slots, layers, state_shape, n_items):
     """Mamba state pages between a device pool (a tensor per layer) and a page-first host pool."""
 
@@ -829,6 +878,8 @@ def cases() -> list[Case]:
         _store_cache_case("Llama-3-70B 8 kv heads x 128, 8192 tokens", 8192, 8, 128, 65536),
         _hicache_case("Llama-3-8B layer, 4096 tokens to host", 4096, 8, 128, 65536),
         _hicache_all_layer_case("Llama-3-8B 32 layers, 1024 tokens to host", 32, 1024, 8, 128, 16384),
+        _host_pool_load_case("runtime host pool load, Llama-3-8B 32 layers, 1024 tokens", 32, 1024,
+                             8, 128, 8192),
         _ngram_case("n-gram ids decode, batch 256", 256, True),
         _ngram_case("n-gram ids prefill, 4 x 4096 tokens", 4, False),
         _token_table_case("n-gram token table decode, batch 256", 256),
