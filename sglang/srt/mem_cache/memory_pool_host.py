@@ -41,12 +41,33 @@ __all__ = [
     "MambaPool",
     "MambaPoolHost",
     "host_pool_class",
+    "indices_to",
 ]
 
 
 def _pin_ok(pin_memory: bool) -> bool:
     """Pinning needs a CUDA driver; on a CPU-only machine host pools are plain memory."""
     return bool(pin_memory) and torch.cuda.is_available()
+
+
+def indices_to(indices: torch.Tensor, device: str | torch.device) -> torch.Tensor:
+    """`indices` on `device`, copied to an accelerator without a host sync, as upstream does.
+
+    Upstream's host pools and cache controller move index tensors with `.to(device,
+    non_blocking=True)`; a blocking `.to(device)` waits for the whole stream on every transfer.
+    Towards CUDA the host side is pinned first, so the copy is truly asynchronous (from pageable
+    memory the driver stages it through a bounce buffer on the host); torch's pinned allocator
+    keeps the block alive until the copy has run. Towards the CPU the copy stays blocking: the
+    host indexes with them right after, so they must have arrived.
+    """
+    device = torch.device(device)
+    if indices.device.type == device.type and device.index in (None, indices.device.index):
+        return indices
+    if device.type == "cpu":
+        return indices.to(device)
+    if indices.device.type == "cpu" and device.type == "cuda" and not indices.is_pinned():
+        indices = indices.pin_memory()
+    return indices.to(device, non_blocking=True)
 
 
 def kernel_runs_on(device: torch.device, host_pinned: bool = True) -> bool:
@@ -105,10 +126,10 @@ class MHATokenToKVPool:
             transfer_hicache_all_layer(
                 self.k_data_ptrs,
                 self.v_data_ptrs,
-                tgt_loc.to(self.device),
+                indices_to(tgt_loc, self.device),
                 self.k_data_ptrs,
                 self.v_data_ptrs,
-                src_loc.to(self.device),
+                indices_to(src_loc, self.device),
                 kv_cache_src_stride_bytes=self.row_bytes,
                 kv_cache_dst_stride_bytes=self.row_bytes,
             )
@@ -268,13 +289,14 @@ class MambaPoolHost(HostKVCache):
                     src_ptrs=ptrs,
                     dst=host,
                     src_indices=device_indices,
-                    dst_indices=host_indices.to(dev.device),
+                    dst_indices=indices_to(host_indices, dev.device),
                     item_size=item,
                     dst_layout_dim=item * layers,
                     num_layers=layers,
                 )
             else:
-                host[host_indices] = dev[:, device_indices.to(dev.device)].transpose(0, 1).to(host.device)
+                rows = dev[:, indices_to(device_indices, dev.device)].transpose(0, 1)
+                host[indices_to(host_indices, host.device)] = rows.to(host.device)
 
     def load_to_device_per_layer(self, device_pool, host_indices, device_indices, layer_id: int) -> None:
         self._check_host_indices(host_indices)
@@ -284,15 +306,15 @@ class MambaPoolHost(HostKVCache):
                 transfer_kv_mamba_pf_lf(
                     src=host,
                     dst=dev[layer_id],
-                    src_indices=host_indices.to(dev.device),
+                    src_indices=indices_to(host_indices, dev.device),
                     dst_indices=device_indices,
                     layer_id=layer_id,
                     item_size=item,
                     src_layout_dim=item * layers,
                 )
             else:
-                rows = host[host_indices, layer_id].to(dev.device)
-                dev[layer_id, device_indices.to(dev.device)] = rows
+                rows = host[indices_to(host_indices, host.device), layer_id].to(dev.device)
+                dev[layer_id, indices_to(device_indices, dev.device)] = rows
 
     def load_to_device_all_layer(self, device_pool, host_indices, device_indices) -> None:
         for layer_id in range(device_pool.layer_num):

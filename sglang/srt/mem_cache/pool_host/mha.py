@@ -29,6 +29,7 @@ from sglang.kernels.ops.kvcache.hicache import (
 from sglang.srt.mem_cache.memory_pool_host import (
     HostKVCache,
     MHATokenToKVPool,
+    indices_to,
     kernel_runs_on,
 )
 
@@ -37,7 +38,7 @@ __all__ = ["MHATokenToKVPoolHost"]
 
 def _torch_copy(src: torch.Tensor, dst: torch.Tensor, src_idx, dst_idx, layered: bool) -> None:
     """The path without the kernel: gather, move across devices, scatter."""
-    src_idx, dst_idx = src_idx.to(src.device), dst_idx.to(dst.device)
+    src_idx, dst_idx = indices_to(src_idx, src.device), indices_to(dst_idx, dst.device)
     if layered:
         dst[:, dst_idx] = src[:, src_idx].to(dst.device)
     else:
@@ -87,10 +88,10 @@ class MHATokenToKVPoolHost(HostKVCache):
         jit_transfer_hicache_all_layer(
             k_ptr_dst=dst_tables[0],
             v_ptr_dst=dst_tables[1],
-            indices_dst=dst_idx.to(device),
+            indices_dst=indices_to(dst_idx, device),
             k_ptr_src=src_tables[0],
             v_ptr_src=src_tables[1],
-            indices_src=src_idx.to(device),
+            indices_src=indices_to(src_idx, device),
             kv_cache_src_stride_bytes=self.row_bytes,
             kv_cache_dst_stride_bytes=self.row_bytes,
             element_size=self.row_bytes,

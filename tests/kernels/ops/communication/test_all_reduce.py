@@ -268,8 +268,8 @@ def _tp_qknorm_rank(rank, world_size, cases):
         kw = kw_full[rank * k_local : (rank + 1) * k_local]
         comm = TorchCommunicator.from_group()
         q_out, k_out, q_ref, k_ref = q.clone(), k.clone(), q.clone(), k.clone()
-        fused_parallel_qknorm(comm, q_out, k_out, qw, kw, eps=1e-5)
-        fused_parallel_qknorm_ref(comm, q_ref, k_ref, qw, kw, eps=1e-5)
+        fused_parallel_qknorm(comm, q_out, k_out, qw, kw, eps=case["eps"])
+        fused_parallel_qknorm_ref(comm, q_ref, k_ref, qw, kw, eps=case["eps"])
         outputs.append(
             {
                 "used_triton": use_triton(q, k, qw, kw),
@@ -279,8 +279,8 @@ def _tp_qknorm_rank(rank, world_size, cases):
     return outputs
 
 
-def test_two_ranks_over_gloo_match_the_unsharded_norm():
-    world_size = 2
+def _two_rank_cases(eps):
+    """The `_TP_CASES` inputs as plain data, and the unsharded norm of each computed here."""
     cases, full = [], []
     for i, (dtype_name, n_rows, q_dim, k_dim, packed) in enumerate(_TP_CASES):
         dtype = getattr(torch, dtype_name)
@@ -289,14 +289,24 @@ def test_two_ranks_over_gloo_match_the_unsharded_norm():
             {
                 "dtype": dtype_name,
                 "packed": packed,
+                "eps": eps,
                 **{
                     name: t.float().numpy()
                     for name, t in zip(("q", "k", "qw", "kw"), (q, k, qw, kw), strict=True)
                 },
             }
         )
-        full.append((dtype, _full_norm32(q, qw, 1e-5), _full_norm32(k, kw, 1e-5)))
+        full.append((dtype, _full_norm32(q, qw, eps), _full_norm32(k, kw, eps)))
+    return cases, full
 
+
+# 1e-5 is a model's eps; 10.0 is as large as a row's sum of squares here (k: 40 to 64 values of
+# unit variance), so adding the whole eps on each of two ranks instead of eps / 2 moves the
+# output by percents, not by less than an ulp as it does at 1e-5.
+@pytest.mark.parametrize("eps", [1e-5, 10.0])
+def test_two_ranks_over_gloo_match_the_unsharded_norm(eps):
+    world_size = 2
+    cases, full = _two_rank_cases(eps)
     ranks = run_tp(world_size, f"{__name__}:_tp_qknorm_rank", cases, timeout_s=60)
 
     for rank, rank_result in enumerate(ranks):
