@@ -348,6 +348,8 @@ def _check(argv: list[str]) -> int:
                                  f"'source_dir': {config_mod.display_name(src)} is not a directory")
         cache_dir = None if args.no_cache or args.fix or args.diff or args.verify_against else (
             args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
+        args.baseline = _beside_config(cfg, args.baseline)
+        args.write_baseline = _beside_config(cfg, args.write_baseline)
     for p in args.paths:
         if not os.path.exists(p):
             raise UsageError(f"PATH {p}: no such file or directory")
@@ -410,6 +412,7 @@ def _check(argv: list[str]) -> int:
         changes = bool(outcome.fixed) and args.diff
     notes: list[str] = []
     stale = False
+    failing = 0  # stale entries that fail the run, for the summary line
     strict = args.strict_baseline or cfg.strict_baseline
     if args.baseline:
         from contracts.baseline import compare, write
@@ -422,6 +425,7 @@ def _check(argv: list[str]) -> int:
                   f"--write-baseline {args.baseline}", file=sys.stderr)
         if not args.paths:  # only some files were reported on: absence elsewhere proves nothing
             stale = comparison.stale
+            failing = len(comparison.gone) + len(comparison.fewer) if strict else 0
             verb = "fails the run with --strict-baseline" if strict else "remove it"
             notes = [f"{args.baseline}: baseline entry no longer occurs: {rule} {importer} -> {imported} ({verb})"
                      for rule, importer, imported in comparison.gone]
@@ -434,6 +438,7 @@ def _check(argv: list[str]) -> int:
             print(f"Wrote {args.write_baseline}: {n} {'entry' if n == 1 else 'entries'} "
                   f"still occurring (pruned; new findings are not added).", file=sys.stderr)
             stale = False
+            failing = 0
             notes = []
     gone = stale
 
@@ -448,7 +453,7 @@ def _check(argv: list[str]) -> int:
         return _exit(args, bool(findings) or bool(strict and gone))
 
     clock = time.perf_counter()
-    text = _render(args, cfg, src, result, findings, notes)
+    text = _render(args, cfg, src, result, findings, notes, stale=failing)
     timings["render"] = time.perf_counter() - clock
     if args.diff:
         if findings and not args.quiet:  # stdout is the patch alone: what --fix leaves goes to stderr
@@ -456,8 +461,10 @@ def _check(argv: list[str]) -> int:
     else:
         _emit(text, args.output_file)
     if args.format in ("github",) and not args.quiet and not args.statistics:
+        from contracts.renderers._common import stale_text
+
         print(f"Scanned {result.files_scanned} of {result.files_total} .py files: "
-              f"{len(findings)} finding{'' if len(findings) == 1 else 's'}.", file=sys.stderr)
+              f"{len(findings)} finding{'' if len(findings) == 1 else 's'}{stale_text(failing)}.", file=sys.stderr)
     if notes and args.format not in ("concise", "text", "full") or (notes and args.statistics):
         for note in notes:
             print(shown(note), file=sys.stderr)
@@ -470,6 +477,17 @@ def _check(argv: list[str]) -> int:
     return _exit(args, bool(findings) or changes or bool(strict and gone))
 
 
+def _beside_config(cfg, path: str | None) -> str | None:
+    """A relative `--baseline`/`--write-baseline` FILE, resolved against the config file's
+    directory as the config's own paths are, so the hook's `--baseline FILE` works from any
+    subdirectory; shown relative to the working directory when it is under it."""
+    if not path or os.path.isabs(path):
+        return path
+    full = os.path.normpath(os.path.join(cfg.base, path))
+    rel = os.path.relpath(full)
+    return full if rel.startswith(os.pardir) else rel
+
+
 def _exit(args, failed: bool) -> int:
     return EXIT_CLEAN if not failed or args.exit_zero else EXIT_FINDINGS
 
@@ -479,7 +497,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _render(args, cfg, src: str, result, findings, notes: list[str], quiet: bool | None = None,
-            fmt: str | None = None) -> str:
+            fmt: str | None = None, stale: int = 0) -> str:
     from contracts import rules
     from contracts._version import __version__
     from contracts.engine.files import read_lines
@@ -514,6 +532,7 @@ def _render(args, cfg, src: str, result, findings, notes: list[str], quiet: bool
         quiet=args.quiet if quiet is None else quiet,
         hint=not args.fix,
         source_line=source_line,
+        stale=stale,
     )
     if args.statistics:
         from contracts.renderers import stats

@@ -281,3 +281,30 @@ def test_a_repeated_entry_is_a_usage_error(tmp_path):
     path.write_text(json.dumps({"version": 2, "entries": [entry, entry]}))
     with pytest.raises(UsageError, match="repeats the entry"):
         baseline.compare(str(path), [])
+
+
+def test_relative_baseline_paths_are_beside_the_config_file(tree, capsys):
+    # The hook's `--baseline FILE`, run from a subdirectory: the file beside the config is meant.
+    root = tree(OLD)
+    sub = root / "pkg" / "srt"
+    with cwd(sub):
+        assert main(["--no-cache", "--write-baseline", "bl.json"]) == 0
+        assert (root / "bl.json").is_file() and not (sub / "bl.json").exists()
+        capsys.readouterr()
+        assert main(["--no-cache", "--baseline", "bl.json"]) == 0
+    assert capsys.readouterr().out.strip().endswith("no findings.")
+
+
+def test_a_strict_baseline_failure_says_so_in_the_summary(tree, capsys):
+    root = tree(OLD)
+    bl = str(root / "bl.json")
+    _cli(root, "--write-baseline", bl, capsys=capsys)
+    (root / "pkg/srt/models/m.py").write_text("import os\n")  # its entry no longer occurs
+    code, out, _ = _cli(root, "--baseline", bl, "--strict-baseline", capsys=capsys)
+    assert code == 1
+    assert out.splitlines()[-1].endswith(
+        ": no findings; 1 baseline entry that no longer occurs fails the run (--strict-baseline).")
+    code, out, _ = _cli(root, "--baseline", bl, capsys=capsys)  # not strict: a note, and clean
+    assert code == 0 and out.splitlines()[-1].endswith(": no findings.")
+    code, _, err = _cli(root, "--baseline", bl, "--strict-baseline", "--format", "github", capsys=capsys)
+    assert code == 1 and "0 findings; 1 baseline entry that no longer occurs fails the run" in err
