@@ -235,28 +235,40 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     stamp: dict = {}
-    full = _from_data(load_result(src, plan, cache_dir, key, report=stamp)) if key else None
+    built: list = []  # the package's model, once built (the importers' `missing_imports` reads it)
+    data = load_result(src, plan, cache_dir, key, report=stamp) if key else None
+    full = _from_data(data)
     status = "warm"
+    computed = full is None
     if full is None:
         # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
         # changed or added can carry a chain into a given file.
         from contracts.engine.model import build_model
 
         model = build_model(src, plan, cache_dir, jobs, lazy=True)
+        built.append(model)
         status = model.cache_status
         if key:
-            full = _from_data(load_result(src, plan, cache_dir, key, generation=model.generation))
+            data = load_result(src, plan, cache_dir, key, generation=model.generation)
+            full = _from_data(data)
         timings["model"] = time.perf_counter() - clock
         timings.update({f"model: {step}": seconds for step, seconds in model.phases.items()})
         if full is None:
             clock = time.perf_counter()
             full = _evaluate(model, config, contract_ids)
             timings["rules"] = time.perf_counter() - clock
-        if key:
-            save_result(model, plan, cache_dir, key, _to_data(full))
     else:
         timings["cache"] = time.perf_counter() - clock
-    full, notes = _with_importers(full, config, src, plan, paths, contract_ids)
+    known = _importer_cache(data)
+    remembered: dict = {}
+    package = full
+    full, notes = _with_importers(full, config, src, plan, paths, contract_ids,
+                                  functools.partial(_package_model, src, plan, cache_dir, jobs, built),
+                                  (known, remembered))
+    if key and built and (computed or remembered != known):
+        # The package's findings, and the importers' `missing_imports` findings by content, for
+        # the next run (which reads again only the importers that changed).
+        save_result(built[0], plan, cache_dir, key, (*_to_data(package), remembered))
     result = _filtered(full, config, src, paths, status)
     result.timings = timings
     result.hashed = stamp.get("hashed", 0) if "cache" in timings else 0
@@ -286,11 +298,19 @@ def _to_data(result: Result) -> tuple:
             [f.as_tuple() for f in result.engine_findings])
 
 
+def _importer_cache(data) -> dict:
+    """The importers' `missing_imports` findings a stored value carries: {contract id: {path:
+    [content digest, [finding tuples]]}} (empty for a value stored without them)."""
+    if isinstance(data, (tuple, list)) and len(data) == 5 and isinstance(data[4], dict):
+        return data[4]
+    return {}
+
+
 def _from_data(data) -> Result | None:
     if data is None:
         return None
     try:
-        scanned, total, contracts, engine = data
+        scanned, total, contracts, engine = data[:4]
         return Result(scanned, total, [], [ContractResult(i, n, k, [Finding(*f) for f in fs])
                                            for i, n, k, fs in contracts],
                       engine_findings=[Finding(*f) for f in engine])
@@ -309,16 +329,34 @@ def _root_dirs(config: Config, src: str) -> list[str]:
         [os.path.join(src, r + ".py") for r in config.root_packages]
 
 
+def _package_model(src: str, plan: ScanPlan, cache_dir: str | None, jobs: int | None, built: list) -> Model:
+    """The package's model, assembled: the one this run built, else built now (a run answered by
+    the stamp has none; unchanged files come from the cache)."""
+    if not built:
+        from contracts.engine.model import build_model
+
+        built.append(build_model(src, plan, cache_dir, jobs, lazy=True))
+    model = built[0]
+    model.assemble()
+    return model
+
+
 def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, paths: list[str] | None,
-                    contract_ids: list[str] | None) -> tuple[Result, list[str]]:
-    """`full` with the `removed-module` findings of the files outside the root packages: those
-    `importer_paths` names, and any `.py` file named on the command line (always checked).
-    Read on every run, never cached (see `engine/importers.py`)."""
+                    contract_ids: list[str] | None, package_model=None,
+                    remembered: tuple[dict, dict] = ({}, {})) -> tuple[Result, list[str]]:
+    """`full` with the findings of the files outside the root packages: those `importer_paths`
+    names, and any `.py` file named on the command line (always checked): `removed-module`, and
+    `missing-module`/`missing-name` against the package (`package_model()` gives its model).
+    Read on every run (see `engine/importers.py`); `remembered`: (the last run's
+    `missing_imports` findings of each importer by content digest, this run's, filled here): an
+    importer whose content is the one recorded, checked against the same package, is answered
+    from it without the package's model."""
     from contracts import rules
     from contracts.engine.importers import importer_files, importer_model
 
     specs = [spec for spec in config.removed if not contract_ids or spec.id in contract_ids]
-    if not specs:
+    missing = [spec for spec in config.missing if not contract_ids or spec.id in contract_ids]
+    if not specs and not missing:
         return full, []
     layout = _layout(config)
     inside = _root_dirs(config, src)
@@ -352,6 +390,11 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
         if spec is not None:
             extra, unused_after_all = _importer_findings(model, spec, found)
             found = sorted((set(found) - unused_after_all) | set(extra))
+        wanted = next((s for s in missing if s.id == r.id), None) if r.kind == "missing_imports" else None
+        if wanted is not None and model.discovery.files:
+            extra, unused_after_all = _importer_missing(package_model, config, wanted, model.discovery.files, found,
+                                                        remembered)
+            found = sorted((set(found) - unused_after_all) | set(extra))
         results.append(ContractResult(r.id, r.name, r.kind, found))
     engine = sorted(set(full.engine_findings) | set(rules.parse_error.check(model))
                     | set(rules.not_scanned.check(model)))
@@ -372,6 +415,47 @@ def _importer_findings(model, spec: RemovedSpec, package_findings) -> tuple[list
     patterns = getattr(spec, "ignore_imports", ())
     used: set[int] = set()
     extra = ignores.filter_findings(rules.removed_module.check(model, spec), patterns, used)
+    matched = {tuple(part.strip() for part in patterns[i].text.partition("->")[::2]) for i in used}
+    stale = {f for f in package_findings if f.rule == "unused-allowed-import"
+             and f.message.startswith("`ignore_imports` line") and (f.importer, f.imported) in matched}
+    return extra, stale
+
+
+def _importer_missing(package_model, config: Config, spec: MissingSpec, files, package_findings,
+                      remembered: tuple[dict, dict]) -> tuple[list[Finding], set[Finding]]:
+    """As `_importer_findings`, for a `missing_imports` contract: the importers' imports of
+    modules and names the package does not have (see `_with_importers` for `remembered`)."""
+    from contracts import ignores
+    from contracts.engine.cache import content_digest
+    from contracts.rules import _missing
+
+    old = remembered[0].get(spec.id, {})
+    new = remembered[1].setdefault(spec.id, {})
+    found: list[Finding] = []
+    todo = []
+    for f in files:
+        try:
+            with open(f.path, "rb") as fh:
+                digest = content_digest(fh.read()).hex()
+        except OSError:
+            continue  # `not-scanned` reports it
+        entry = old.get(f.rel)
+        if entry is not None and entry[0] == digest:
+            found.extend(Finding(*t) for t in entry[1])
+            new[f.rel] = entry
+        else:
+            todo.append((f, digest))
+    if todo:
+        fresh = _missing.importer_findings(package_model(), config, spec, [f for f, _ in todo])
+        by_rel: dict[str, list] = {}
+        for finding in fresh:
+            by_rel.setdefault(finding.path, []).append(finding.as_tuple())
+        for f, digest in todo:
+            new[f.rel] = [digest, by_rel.get(f.rel, [])]
+        found.extend(fresh)
+    patterns = getattr(spec, "ignore_imports", ())
+    used: set[int] = set()
+    extra = ignores.filter_findings(sorted(set(found)), patterns, used)
     matched = {tuple(part.strip() for part in patterns[i].text.partition("->")[::2]) for i in used}
     stale = {f for f in package_findings if f.rule == "unused-allowed-import"
              and f.message.startswith("`ignore_imports` line") and (f.importer, f.imported) in matched}

@@ -60,6 +60,7 @@ FILES = {
     # the importers: neither is touched by any commit below
     "src/pkg/runtime/layers.py": "from pkg.kernels.norm import rmsnorm\n",
     "src/pkg/runtime/other.py": "X = 1\n",
+    "tests/test_norm.py": "from pkg.kernels.norm import rmsnorm\n",  # outside the package (importer_paths)
     "README.md": "a project\n",
 }
 IMPORTER = "src/pkg/runtime/layers.py"
@@ -133,6 +134,7 @@ def test_a_module_rename_fails_naming_the_unchanged_importer(repo):
     status, out = _hook(run)
     assert status == "Failed", out
     assert f"{IMPORTER}:1:1: missing-module `pkg.kernels.norm`" in out, out
+    assert "tests/test_norm.py:1:1: missing-module `pkg.kernels.norm`" in out, out
 
 
 def test_a_def_rename_fails_naming_the_unchanged_importer(repo):
