@@ -364,11 +364,10 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
              f"'{entry}' names no .py file outside the root packages" for entry in empty]
     if paths:
-        # Sets and prefixes, not a test of every file against every PATH: pre-commit passes
-        # thousands of each.
+        # Every importer is read (an unchanged test can import a module a given file was), and
+        # the PATHs decide what is reported (`_changed_filter`).
         named = {os.path.abspath(p) for p in paths}
-        dirs = tuple(p.rstrip(os.sep) + os.sep for p in named if os.path.isdir(p))
-        chosen = {p for p in files if p in named or p.startswith(dirs)}
+        chosen = set(files)
         for path in sorted(named):  # named explicitly: checked even where importer_paths does not reach
             if path in chosen:
                 continue
@@ -545,7 +544,7 @@ def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> R
 
 
 def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, status: str) -> Result:
-    keep = _path_filter(src, paths)
+    keep = _changed_filter(config, src, paths)
     warn = {spec.id for spec in config.specs
             if getattr(spec, "unmatched_alerting", "error") == "warn"}
     warnings = []
@@ -555,10 +554,10 @@ def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, s
         for f in r.findings:
             if r.id in warn and f.rule == "unused-allowed-import" and f.message.startswith("`ignore_imports` line"):
                 warnings.append(f"{f.path}:{f.line}: {f.message}")  # unmatched_ignore_imports_alerting = warn
-            elif keep(f.path):
+            elif keep(f):
                 kept.append(f)
         results.append(ContractResult(r.id, r.name, r.kind, kept))
-    engine = [f for f in full.engine_findings if keep(f.path)]
+    engine = [f for f in full.engine_findings if keep(f)]
     everything = sorted(set(engine).union(*(set(r.findings) for r in results)))
     return Result(
         files_scanned=full.files_scanned,
@@ -585,6 +584,50 @@ def _result_key(config: Config, src: str, contract_ids: list[str] | None) -> str
 
     ids = tuple(sorted(contract_ids)) if contract_ids else None
     return repr((src, config.path, hashlib.sha1(text).hexdigest(), ids))
+
+
+def _changed_filter(config: Config, src: str, paths: list[str] | None):
+    """Keeps the findings the files at `paths` (changed, renamed or deleted: pre-commit's, or
+    `git diff --name-only`'s) can have caused: those in these files, and those anywhere whose
+    import names a module of these files (or a name or submodule of one: an importer the change
+    did not touch, whose import it broke), or whose chain passes through one. What is left out
+    cannot have been affected by them."""
+    in_paths = _path_filter(src, paths)
+    modules = modules_of(config, src, paths or ())
+    if not modules:
+        return lambda f: in_paths(f.path)
+
+    def touched(name: str) -> bool:  # `name` or a package above it is one of `modules`
+        parts = name.split(".")
+        return any(".".join(parts[:i]) in modules for i in range(1, len(parts) + 1))
+
+    def keep(f: Finding) -> bool:
+        if in_paths(f.path) or touched(f.imported.partition(":")[0]):
+            return True
+        chain = f.message.partition("through a chain: ")[2]
+        return bool(chain) and any(touched(m) for m in chain.split("`")[1::2])
+
+    return keep
+
+
+def modules_of(config: Config, src: str, paths) -> set[str]:
+    """The dotted names of the modules (and packages) of the root packages at `paths`, whether
+    the files still exist or not."""
+    out: set[str] = set()
+    for p in paths:
+        rel = os.path.relpath(os.path.abspath(p), src).replace(os.sep, "/")
+        parts = rel.split("/")
+        if rel.startswith("../") or parts[0].removesuffix(".py") not in config.root_packages:
+            continue
+        if parts[-1].endswith((".py", ".pyi")):
+            parts[-1] = parts[-1].rsplit(".", 1)[0]
+            if parts[-1] == "__init__":
+                parts.pop()
+        elif not os.path.isdir(p) and os.path.splitext(parts[-1])[1]:
+            continue  # not a module: a data file
+        if parts and all(part.isidentifier() for part in parts):
+            out.add(".".join(parts))
+    return out
 
 
 def _path_filter(src: str, paths: list[str] | None):

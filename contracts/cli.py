@@ -350,9 +350,14 @@ def _check(argv: list[str]) -> int:
             args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
         args.baseline = _beside_config(cfg, args.baseline)
         args.write_baseline = _beside_config(cfg, args.write_baseline)
-    for p in args.paths:
-        if not os.path.exists(p):
-            raise UsageError(f"PATH {p}: no such file or directory")
+    gone = [p for p in args.paths if not os.path.exists(p)]
+    if gone:
+        from contracts.check import modules_of
+
+        for p in gone:  # a module deleted or renamed away (`git diff --name-only` lists it)
+            if not modules_of(cfg, src, [p]):
+                raise UsageError(f"PATH {p}: no such file or directory (nor a module of "
+                                 f"{', '.join(cfg.root_packages)} under {src})")
     if args.strict_baseline and not args.baseline:
         raise UsageError("--strict-baseline needs --baseline FILE")
     progress = Progress(enabled=None if not args.quiet else False)
