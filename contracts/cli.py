@@ -377,7 +377,7 @@ def _check(argv: list[str]) -> int:
     if args.write_baseline and not args.baseline:
         from contracts.baseline import write
 
-        write(args.write_baseline, result.findings)
+        write(args.write_baseline, result.findings, statement=_statement_of(result, src))
         print(f"Wrote {_plural(len(result.findings), 'finding')} to {args.write_baseline}.", file=sys.stderr)
         return EXIT_CLEAN
     if args.write_baseline and args.paths:
@@ -422,7 +422,8 @@ def _check(argv: list[str]) -> int:
     if args.baseline:
         from contracts.baseline import compare, write
 
-        comparison = compare(args.baseline, findings)
+        statement, exists = _statement_of(result, src), _exists_in(cfg, result, src)
+        comparison = compare(args.baseline, findings, statement, exists)
         findings = comparison.new
         if comparison.version < 2:
             print(f"namespace-lint: warning: --baseline {args.baseline}: a version 1 baseline (no counts: an "
@@ -439,7 +440,7 @@ def _check(argv: list[str]) -> int:
                       f"{rule} {importer} -> {imported} ({verb})"
                       for (rule, importer, imported), count, now in comparison.fewer]
         if args.write_baseline:
-            n = write(args.write_baseline, result.findings, prune=args.baseline)
+            n = write(args.write_baseline, result.findings, prune=args.baseline, statement=statement, exists=exists)
             print(f"Wrote {args.write_baseline}: {n} {'entry' if n == 1 else 'entries'} "
                   f"still occurring (pruned; new findings are not added).", file=sys.stderr)
             stale = False
@@ -491,6 +492,44 @@ def _beside_config(cfg, path: str | None) -> str | None:
     full = os.path.normpath(os.path.join(cfg.base, path))
     rel = os.path.relpath(full)
     return full if rel.startswith(os.pardir) else rel
+
+
+def _statement_of(result, src: str):
+    """Finding -> the text of the line its import starts on, stripped (what a baseline entry
+    records, so that an entry follows its finding through a rename: docs/baseline.md)."""
+    from contracts.engine.files import read_lines
+
+    root = result.src or os.path.abspath(src)
+    lines: dict[str, list[str]] = {}
+
+    def statement(f) -> str | None:
+        if f.path not in lines:
+            lines[f.path] = read_lines(os.path.join(root, *f.path.split("/")))
+        got = lines[f.path]
+        return got[f.line - 1].strip() or None if 0 < f.line <= len(got) else None
+
+    return statement
+
+
+def _exists_in(cfg, result, src: str):
+    """Module name (or an importer's path) -> does the tree still have it? Only a plain `.py`
+    file, a package directory or a stub counts as absent when missing; anything else that could
+    be there (an extension module) is taken as present: unknown is never "renamed"."""
+    import glob
+
+    bases = (result.src or os.path.abspath(src), cfg.base)
+
+    def exists(name: str) -> bool:
+        if "/" in name:
+            return os.path.exists(os.path.join(cfg.base, name))
+        for base in bases:
+            path = os.path.join(base, *name.partition(":")[0].split("."))
+            if os.path.isdir(path) or os.path.isfile(path + ".py") or os.path.isfile(path + ".pyi") \
+                    or glob.glob(glob.escape(path) + ".*.so") or os.path.isfile(path + ".so"):
+                return True
+        return False
+
+    return exists
 
 
 def _exit(args, failed: bool) -> int:
