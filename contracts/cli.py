@@ -136,8 +136,9 @@ def _check_parser() -> argparse.ArgumentParser:
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("-q", "--quiet", action="store_true", help="print the findings only (no summary, no notes)")
     talk.add_argument("-v", "--verbose", action="store_true", help="also print timings per phase and what the cache did")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="report findings in these files only "
-                   "(the graph is still built for the whole tree)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="report only what these files (changed, "
+                   "renamed or deleted) can have caused: findings in them, imports of their modules and "
+                   "names, chains through them (the graph is still built for the whole tree)")
     return p
 
 
