@@ -142,10 +142,14 @@ def compare(path: str, findings: Iterable[Finding], statement=None, exists=None)
         new.extend(found[len(covered):])
     moved: dict = {}
     still_new = []
+    by_rule: dict[str, list] = {}
+    for key in sorted(known):
+        by_rule.setdefault(key[0], []).append(key)
     for f in sorted(new):
         old = None
         if f.baseline_key not in known:  # (beyond its own entry's count, it is plainly new)
-            old = next((k for k in sorted(left) if left[k] >= 1 and _moved(k, known[k], f, statement, exists)), None)
+            old = next((k for k in by_rule.get(f.rule, ()) if left[k] >= 1
+                        and _moved(k, known[k], f, statement, exists)), None)
         if old is None:
             still_new.append(f)
             continue
