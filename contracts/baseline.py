@@ -140,11 +140,23 @@ def compare(path: str, findings: Iterable[Finding], statement=None, exists=None)
         covered = found if known[key]["count"] is None else found[:known[key]["count"]]
         left[key] -= len(covered)
         new.extend(found[len(covered):])
-    moved: dict = {}
-    still_new = []
+    still_new, moved = _match_moved(new, known, left, statement, exists)
+    used = set(by_key) | set(moved.values())
+    gone = sorted(key for key in known if key not in used)
+    fewer = sorted((key, known[key]["count"], known[key]["count"] - int(left[key])) for key in known
+                   if key in used and known[key]["count"] is not None and left[key] >= 1)
+    version = 1 if any(e["count"] is None for e in known.values()) else VERSION
+    return Comparison(still_new, gone, fewer, version, moved)
+
+
+def _match_moved(new: list[Finding], known: dict, left: dict, statement, exists) -> tuple[list[Finding], dict]:
+    """(the findings of `new` no entry with room `left` covers as moved, {finding key: entry key}
+    for those it does); `left` is lowered for each."""
     by_rule: dict[str, list] = {}
     for key in sorted(known):
         by_rule.setdefault(key[0], []).append(key)
+    moved: dict = {}
+    still_new = []
     for f in sorted(new):
         old = None
         if f.baseline_key not in known:  # (beyond its own entry's count, it is plainly new)
@@ -152,15 +164,10 @@ def compare(path: str, findings: Iterable[Finding], statement=None, exists=None)
                         and _moved(k, known[k], f, statement, exists)), None)
         if old is None:
             still_new.append(f)
-            continue
-        left[old] -= 1
-        moved[f.baseline_key] = old
-    used = set(by_key) | set(moved.values())
-    gone = sorted(key for key in known if key not in used)
-    fewer = sorted((key, known[key]["count"], known[key]["count"] - int(left[key])) for key in known
-                   if key in used and known[key]["count"] is not None and left[key] >= 1)
-    version = 1 if any(e["count"] is None for e in known.values()) else VERSION
-    return Comparison(still_new, gone, fewer, version, moved)
+        else:
+            left[old] -= 1
+            moved[f.baseline_key] = old
+    return still_new, moved
 
 
 def _moved(key: tuple[str, str, str], entry: dict, f: Finding, statement, exists) -> bool:
@@ -197,6 +204,16 @@ def apply(path: str, findings: Iterable[Finding]) -> tuple[list[Finding], list[t
     return result.new, result.gone
 
 
+def _statements(findings: list[Finding], statement) -> dict[tuple[str, str, str], set[str]]:
+    """Each key's import statement texts (none without `statement`)."""
+    texts: dict[tuple[str, str, str], set[str]] = {}
+    for f in findings if statement is not None else ():
+        text = statement(f)
+        if text is not None:
+            texts.setdefault(f.baseline_key, set()).add(text)
+    return texts
+
+
 def write(path: str, findings: Iterable[Finding], prune: str | None = None, statement=None, exists=None) -> int:
     """Record `findings` at `path` (replacing it atomically), one entry per key with its count
     and, given `statement` (see `compare`), the texts of its import statements; returns the
@@ -217,12 +234,9 @@ def write(path: str, findings: Iterable[Finding], prune: str | None = None, stat
                 raise
             old = {}  # not a baseline we can read: it is being replaced
     counts: dict[tuple[str, str, str], int] = {}
-    texts: dict[tuple[str, str, str], set[str]] = {}
     for f in findings:
         counts[f.baseline_key] = counts.get(f.baseline_key, 0) + 1
-        text = statement(f) if statement is not None else None
-        if text is not None:
-            texts.setdefault(f.baseline_key, set()).add(text)
+    texts = _statements(findings, statement)
     if prune:
         moved = compare(prune, findings, statement, exists).moved or {}
         old.update({key: old[was] for key, was in moved.items()})

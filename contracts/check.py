@@ -382,19 +382,9 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     if not files:
         return full, notes
     model = importer_model(sorted(set(files)), src, layout, plan.ast_words)
-    results = []
-    for r in full.contracts:
-        spec = next((s for s in specs if s.id == r.id), None) if r.kind == "removed_modules" else None
-        found = r.findings
-        if spec is not None:
-            extra, unused_after_all = _importer_findings(model, spec, found)
-            found = sorted((set(found) - unused_after_all) | set(extra))
-        wanted = next((s for s in missing if s.id == r.id), None) if r.kind == "missing_imports" else None
-        if wanted is not None and model.discovery.files:
-            extra, unused_after_all = _importer_missing(package_model, config, wanted, model.discovery.files, found,
-                                                        remembered)
-            found = sorted((set(found) - unused_after_all) | set(extra))
-        results.append(ContractResult(r.id, r.name, r.kind, found))
+    results = [ContractResult(r.id, r.name, r.kind, _importers_of(r, config, specs, missing, model, package_model,
+                                                                  remembered))
+               for r in full.contracts]
     engine = sorted(set(full.engine_findings) | set(rules.parse_error.check(model))
                     | set(rules.not_scanned.check(model)))
     return Result(
@@ -420,30 +410,31 @@ def _importer_findings(model, spec: RemovedSpec, package_findings) -> tuple[list
     return extra, stale
 
 
+def _importers_of(r: ContractResult, config: Config, specs, missing, model, package_model,
+                  remembered) -> list[Finding]:
+    """The findings of contract result `r` with those of the importers (`model`) added."""
+    found = r.findings
+    spec = next((s for s in specs if s.id == r.id), None) if r.kind == "removed_modules" else None
+    if spec is not None:
+        extra, unused_after_all = _importer_findings(model, spec, found)
+        found = sorted((set(found) - unused_after_all) | set(extra))
+    wanted = next((s for s in missing if s.id == r.id), None) if r.kind == "missing_imports" else None
+    if wanted is not None and model.discovery.files:
+        extra, unused_after_all = _importer_missing(package_model, config, wanted, model.discovery.files, found,
+                                                    remembered)
+        found = sorted((set(found) - unused_after_all) | set(extra))
+    return found
+
+
 def _importer_missing(package_model, config: Config, spec: MissingSpec, files, package_findings,
                       remembered: tuple[dict, dict]) -> tuple[list[Finding], set[Finding]]:
     """As `_importer_findings`, for a `missing_imports` contract: the importers' imports of
     modules and names the package does not have (see `_with_importers` for `remembered`)."""
     from contracts import ignores
-    from contracts.engine.cache import content_digest
     from contracts.rules import _missing
 
-    old = remembered[0].get(spec.id, {})
     new = remembered[1].setdefault(spec.id, {})
-    found: list[Finding] = []
-    todo = []
-    for f in files:
-        try:
-            with open(f.path, "rb") as fh:
-                digest = content_digest(fh.read()).hex()
-        except OSError:
-            continue  # `not-scanned` reports it
-        entry = old.get(f.rel)
-        if entry is not None and entry[0] == digest:
-            found.extend(Finding(*t) for t in entry[1])
-            new[f.rel] = entry
-        else:
-            todo.append((f, digest))
+    found, todo = _remembered(files, remembered[0].get(spec.id, {}), new)
     if todo:
         fresh = _missing.importer_findings(package_model(), config, spec, [f for f, _ in todo])
         by_rel: dict[str, list] = {}
@@ -459,6 +450,28 @@ def _importer_missing(package_model, config: Config, spec: MissingSpec, files, p
     stale = {f for f in package_findings if f.rule == "unused-allowed-import"
              and f.message.startswith("`ignore_imports` line") and (f.importer, f.imported) in matched}
     return extra, stale
+
+
+def _remembered(files, old: dict, new: dict) -> tuple[list[Finding], list]:
+    """(the findings `old` holds for the files of `files` whose content is the recorded one,
+    the other files with their content digests); `new` gets the entries used."""
+    from contracts.engine.cache import content_digest
+
+    found: list[Finding] = []
+    todo = []
+    for f in files:
+        try:
+            with open(f.path, "rb") as fh:
+                digest = content_digest(fh.read()).hex()
+        except OSError:
+            continue  # `not-scanned` reports it
+        entry = old.get(f.rel)
+        if entry is not None and entry[0] == digest:
+            found.extend(Finding(*t) for t in entry[1])
+            new[f.rel] = entry
+        else:
+            todo.append((f, digest))
+    return found, todo
 
 
 def _is_inside(path: str, tops: list[str]) -> bool:
