@@ -466,10 +466,12 @@ def _remembered(files, old: dict, new: dict) -> tuple[list[Finding], list]:
         except OSError:
             continue  # `not-scanned` reports it
         entry = old.get(f.rel)
-        if entry is not None and entry[0] == digest:
-            found.extend(Finding(*t) for t in entry[1])
+        try:
+            if entry is None or entry[0] != digest:
+                raise ValueError(f.rel)
+            found.extend([Finding(*t) for t in entry[1]])
             new[f.rel] = entry
-        else:
+        except (TypeError, ValueError, IndexError):  # not recorded, changed, or another shape
             todo.append((f, digest))
     return found, todo
 
