@@ -1,9 +1,11 @@
 """The checker against the alternatives, on upstream sglang trees: time, findings, what each misses.
 
-    python benchmarks/bench_real_trees.py [--runs 5] [--cache DIR] [--wheels DIR] [--out docs/benchmarks.md]
+    python benchmarks/bench_real_trees.py [--runs 5] [--cache DIR] [--wheels DIR] [--update-docs]
+    python benchmarks/bench_real_trees.py --clear-cache
 
 Trees (downloaded at run time with `pip download --no-deps sglang==VERSION`, the wheel's `sglang/`
-unpacked under `--cache` (default ~/.cache/namespace-lint-bench) and reused; never committed):
+unpacked under `--cache` and reused; never committed; where, how large and how to clear it:
+`_bench_files.py`):
 
 - 0.5.23, the latest: clean of the removed `sglang.jit_kernel`, so any `removed-module` finding
   there is a false positive;
@@ -34,8 +36,9 @@ Per tool the wall time, the CPU time (user + system of the process tree: what bo
 and their ratios to ruff's in the same round, the number of findings and, against the checker's
 `removed-module` list, what it missed. The machine may be shared: the paired ratios are the
 numbers to read.
-The result is a markdown section written into `--out` between marker comments (the README
-includes that file), with the machine and the date. Python's bytecode cache is allowed for the
+The result is a markdown section printed on stdout, with the machine and the date; with
+`--update-docs` it is written into docs/benchmarks.md and README.md between their marker comments
+(nothing tracked is written otherwise). Python's bytecode cache is allowed for the
 runs (PYTHONDONTWRITEBYTECODE is dropped), as on a user's machine.
 """
 
@@ -58,6 +61,9 @@ import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _bench_files  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(REPO, "examples", "upstream-sglang.importlinter")
@@ -499,13 +505,14 @@ def write_section(path: str, section: str, begin: str = MARK_BEGIN, end: str = M
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "namespace-lint-bench"))
     p.add_argument("--wheels", action="append", default=[], help="a directory with sglang wheels (else pip download)")
-    p.add_argument("--out", default=os.path.join(REPO, "docs", "benchmarks.md"))
-    p.add_argument("--readme", default=os.path.join(REPO, "README.md"), help="also replace the section here")
     p.add_argument("--only", action="append", help="only the trees whose label contains this")
     p.add_argument("--json", help="also write the raw numbers here")
+    _bench_files.add_arguments(p)
     args = p.parse_args(argv)
+    if args.clear_cache:
+        print(_bench_files.clear(args.cache))
+        return 0
     trees = prepare_trees(args.cache, args.wheels)
     env = _env()
     results = []
@@ -518,9 +525,10 @@ def main(argv=None) -> int:
             results.append(bench_tree(label, tree, args.runs, env, tmp, many))
     section = render(results, args.runs)
     print(section)
-    for path in (args.out, args.readme):
-        if path and not args.only:
+    for path in _bench_files.targets(args):
+        if not args.only:
             write_section(path, section)
+    print(_bench_files.cache_line(args.cache), file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)

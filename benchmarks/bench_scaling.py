@@ -1,6 +1,9 @@
 """How the checker grows with the tree: synthetic trees of 1k, 10k and 50k modules, cold and warm.
 
-    python benchmarks/bench_scaling.py [--sizes 1000 10000 50000] [--runs 3] [--cache DIR] [--out docs/benchmarks.md]
+    python benchmarks/bench_scaling.py [--sizes 1000 10000 50000] [--runs 3] [--cache DIR] [--update-docs]
+
+(The section is printed; `--update-docs` writes it into docs/benchmarks.md and README.md. The
+trees are kept under `--cache`: see `_bench_files.py`.)
 
 Each tree has upstream sglang's shape and mix of imports at every size (the proportions are fixed,
 only the count changes): 17% of the modules in `sglang/kernels/ops/<20 groups>` and
@@ -41,6 +44,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _bench_files  # noqa: E402
 from bench_real_trees import _bin, _env, machine, versions, write_section  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -379,14 +383,15 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 50000])
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "namespace-lint-bench"))
-    p.add_argument("--out", default=os.path.join(REPO, "docs", "benchmarks.md"))
     p.add_argument("--prefixes", type=int, nargs="*", default=[1, 10, 100, 1000],
                    help="removed-prefix counts for the prefixes axis (none: skip it)")
     p.add_argument("--prefix-tree", type=int, default=50000, help="the tree size the prefixes axis runs on")
-    p.add_argument("--readme", default=os.path.join(REPO, "README.md"), help="also replace the section here")
     p.add_argument("--json", help="also write the raw numbers here")
+    _bench_files.add_arguments(p)
     args = p.parse_args(argv)
+    if args.clear_cache:
+        print(_bench_files.clear(args.cache))
+        return 0
     env = _env()
     rows = []
     prefix_rows = []
@@ -398,9 +403,9 @@ def main(argv=None) -> int:
                                          env, tmp)
     section = render(rows, args.runs, prefix_rows, args.prefix_tree)
     print(section)
-    for path in (args.out, args.readme):
-        if path:
-            write_section(path, section, MARK_BEGIN, MARK_END)
+    for path in _bench_files.targets(args):
+        write_section(path, section, MARK_BEGIN, MARK_END)
+    print(_bench_files.cache_line(args.cache), file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sizes": rows, "prefixes": prefix_rows}, f, indent=1)

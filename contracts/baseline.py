@@ -81,6 +81,9 @@ def load(path: str) -> dict[tuple[str, str, str], dict]:
                              f"{', '.join(repr(k) for k in FIELDS)}")
         if "reason" in entry and not isinstance(entry["reason"], str):
             raise UsageError(f"--baseline {path}: entry {i + 1}: 'reason' must be a string")
+        statements = entry.get("statements", [])
+        if not isinstance(statements, list) or not all(isinstance(t, str) for t in statements):
+            raise UsageError(f"--baseline {path}: entry {i + 1}: 'statements' must be a list of strings")
         count = entry.get("count", 1)
         if version >= 2 and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
             raise UsageError(f"--baseline {path}: entry {i + 1}: 'count' must be an integer >= 1")
@@ -107,6 +110,7 @@ class Comparison:
     gone: list[tuple[str, str, str]]  # entries with no finding left
     fewer: list[tuple[tuple[str, str, str], int, int]]  # (key, recorded count, findings now)
     version: int = VERSION
+    moved: dict | None = None  # a finding's key -> the entry's key it matched as moved (`_moved`)
 
     @property
     def stale(self) -> bool:
@@ -114,9 +118,12 @@ class Comparison:
         return bool(self.gone or self.fewer)
 
 
-def compare(path: str, findings: Iterable[Finding]) -> Comparison:
+def compare(path: str, findings: Iterable[Finding], statement=None, exists=None) -> Comparison:
     """`findings` against the baseline at `path`. Of the findings of one key, the first `count`
-    (in path and line order) are covered and the rest are new.
+    (in path and line order) are covered and the rest are new. A finding no entry covers by its
+    key is then covered by an entry left over that it matches as moved (`_moved`): `statement`
+    (Finding -> the text of its import statement, or None) and `exists` (module name -> does the
+    tree still have it) tell a rename from a new finding.
 
     `gone` and `fewer` are only meaningful when `findings` are those of the whole tree (not of
     some PATHs): an entry whose findings were filtered away would look gone."""
@@ -125,21 +132,69 @@ def compare(path: str, findings: Iterable[Finding]) -> Comparison:
     for f in sorted(findings):
         by_key.setdefault(f.baseline_key, []).append(f)
     new: list[Finding] = []
-    fewer = []
+    left: dict[tuple[str, str, str], float] = {key: e["count"] or float("inf") for key, e in known.items()}
     for key, found in by_key.items():
-        entry = known.get(key)
-        if entry is None:
+        if key not in known:
             new.extend(found)
             continue
-        allowed = entry["count"]
-        if allowed is None:
-            continue
-        new.extend(found[allowed:])
-        if len(found) < allowed:
-            fewer.append((key, allowed, len(found)))
-    gone = sorted(key for key in known if key not in by_key)
+        covered = found if known[key]["count"] is None else found[:known[key]["count"]]
+        left[key] -= len(covered)
+        new.extend(found[len(covered):])
+    still_new, moved = _match_moved(new, known, left, statement, exists)
+    used = set(by_key) | set(moved.values())
+    gone = sorted(key for key in known if key not in used)
+    fewer = sorted((key, known[key]["count"], known[key]["count"] - int(left[key])) for key in known
+                   if key in used and known[key]["count"] is not None and left[key] >= 1)
     version = 1 if any(e["count"] is None for e in known.values()) else VERSION
-    return Comparison(sorted(new), gone, sorted(fewer), version)
+    return Comparison(still_new, gone, fewer, version, moved)
+
+
+def _match_moved(new: list[Finding], known: dict, left: dict, statement, exists) -> tuple[list[Finding], dict]:
+    """(the findings of `new` no entry with room `left` covers as moved, {finding key: entry key}
+    for those it does); `left` is lowered for each."""
+    by_rule: dict[str, list] = {}
+    for key in sorted(known):
+        by_rule.setdefault(key[0], []).append(key)
+    moved: dict = {}
+    still_new = []
+    for f in sorted(new):
+        old = None
+        if f.baseline_key not in known:  # (beyond its own entry's count, it is plainly new)
+            old = next((k for k in by_rule.get(f.rule, ()) if left[k] >= 1
+                        and _moved(k, known[k], f, statement, exists)), None)
+        if old is None:
+            still_new.append(f)
+        else:
+            left[old] -= 1
+            moved[f.baseline_key] = old
+    return still_new, moved
+
+
+def _moved(key: tuple[str, str, str], entry: dict, f: Finding, statement, exists) -> bool:
+    """Is `f` the finding of entry `key`, moved? The same rule and the same import statement
+    (the entry's `statements`), where the importer and the imported module are each either the
+    recorded one, or a module the tree no longer has (renamed, or moved into a subpackage), or
+    (the imported) a parent or submodule of the recorded one (what a `replacements` line can
+    change of `from removed import x`). An entry without statements (written before they were
+    recorded) matches only that last change, of a `removed-module` finding of the same importer."""
+    rule, importer, imported = key
+    if f.rule != rule:
+        return False
+    related = _related(imported, f.imported)
+    statements = entry.get("statements") or ()
+    if not statements:
+        return rule == "removed-module" and importer == f.importer and related
+    text = statement(f) if statement is not None else None
+    if text is None or text not in statements:
+        return False
+    gone = (lambda module: not exists(module)) if exists is not None else (lambda module: False)
+    return (importer == f.importer or gone(importer)) and (imported == f.imported or related or gone(imported))
+
+
+def _related(a: str, b: str) -> bool:
+    """`a` and `b` differ, and one is a submodule or name of the other (`pkg.x` and `pkg.x.y`)."""
+    a, b = a.partition(":")[0], b.partition(":")[0]
+    return a != b and (a.startswith(b + ".") or b.startswith(a + "."))
 
 
 def apply(path: str, findings: Iterable[Finding]) -> tuple[list[Finding], list[tuple[str, str, str]]]:
@@ -149,13 +204,26 @@ def apply(path: str, findings: Iterable[Finding]) -> tuple[list[Finding], list[t
     return result.new, result.gone
 
 
-def write(path: str, findings: Iterable[Finding], prune: str | None = None) -> int:
-    """Record `findings` at `path` (replacing it atomically), one entry per key with its count;
-    returns the number of entries. A `reason` of an existing entry that still occurs is kept.
+def _statements(findings: list[Finding], statement) -> dict[tuple[str, str, str], set[str]]:
+    """Each key's import statement texts (none without `statement`)."""
+    texts: dict[tuple[str, str, str], set[str]] = {}
+    for f in findings if statement is not None else ():
+        text = statement(f)
+        if text is not None:
+            texts.setdefault(f.baseline_key, set()).add(text)
+    return texts
+
+
+def write(path: str, findings: Iterable[Finding], prune: str | None = None, statement=None, exists=None) -> int:
+    """Record `findings` at `path` (replacing it atomically), one entry per key with its count
+    and, given `statement` (see `compare`), the texts of its import statements; returns the
+    number of entries. A `reason` of an existing entry that still occurs is kept.
 
     `prune`: the path of the baseline in use. Then only its entries are written, each with the
     smaller of its count and today's, those that no longer occur dropped and nothing added: the
-    file shrinks to what still occurs, and new findings stay new."""
+    file shrinks to what still occurs, and new findings stay new. An entry whose findings moved
+    (`compare`) is written under their key."""
+    findings = list(findings)
     old: dict[tuple[str, str, str], dict] = {}
     source = prune or path
     if os.path.exists(source):
@@ -168,12 +236,17 @@ def write(path: str, findings: Iterable[Finding], prune: str | None = None) -> i
     counts: dict[tuple[str, str, str], int] = {}
     for f in findings:
         counts[f.baseline_key] = counts.get(f.baseline_key, 0) + 1
+    texts = _statements(findings, statement)
     if prune:
+        moved = compare(prune, findings, statement, exists).moved or {}
+        old.update({key: old[was] for key, was in moved.items()})
         counts = {key: min(n, old[key]["count"] or n) for key, n in counts.items() if key in old}
     entries = []
     for key in sorted(counts):
         entry: dict = dict(zip(FIELDS, key))
         entry["count"] = counts[key]
+        if texts.get(key):
+            entry["statements"] = sorted(texts[key])
         if "reason" in old.get(key, {}):
             entry["reason"] = old[key]["reason"]
         if entry["count"] == 1:

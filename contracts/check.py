@@ -235,28 +235,40 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     stamp: dict = {}
-    full = _from_data(load_result(src, plan, cache_dir, key, report=stamp)) if key else None
+    built: list = []  # the package's model, once built (the importers' `missing_imports` reads it)
+    data = load_result(src, plan, cache_dir, key, report=stamp) if key else None
+    full = _from_data(data)
     status = "warm"
+    computed = full is None
     if full is None:
         # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
         # changed or added can carry a chain into a given file.
         from contracts.engine.model import build_model
 
         model = build_model(src, plan, cache_dir, jobs, lazy=True)
+        built.append(model)
         status = model.cache_status
         if key:
-            full = _from_data(load_result(src, plan, cache_dir, key, generation=model.generation))
+            data = load_result(src, plan, cache_dir, key, generation=model.generation)
+            full = _from_data(data)
         timings["model"] = time.perf_counter() - clock
         timings.update({f"model: {step}": seconds for step, seconds in model.phases.items()})
         if full is None:
             clock = time.perf_counter()
             full = _evaluate(model, config, contract_ids)
             timings["rules"] = time.perf_counter() - clock
-        if key:
-            save_result(model, plan, cache_dir, key, _to_data(full))
     else:
         timings["cache"] = time.perf_counter() - clock
-    full, notes = _with_importers(full, config, src, plan, paths, contract_ids)
+    known = _importer_cache(data)
+    remembered: dict = {}
+    package = full
+    full, notes = _with_importers(full, config, src, plan, paths, contract_ids,
+                                  functools.partial(_package_model, src, plan, cache_dir, jobs, built),
+                                  (known, remembered))
+    if key and built and (computed or remembered != known):
+        # The package's findings, and the importers' `missing_imports` findings by content, for
+        # the next run (which reads again only the importers that changed).
+        save_result(built[0], plan, cache_dir, key, (*_to_data(package), remembered))
     result = _filtered(full, config, src, paths, status)
     result.timings = timings
     result.hashed = stamp.get("hashed", 0) if "cache" in timings else 0
@@ -286,11 +298,19 @@ def _to_data(result: Result) -> tuple:
             [f.as_tuple() for f in result.engine_findings])
 
 
+def _importer_cache(data) -> dict:
+    """The importers' `missing_imports` findings a stored value carries: {contract id: {path:
+    [content digest, [finding tuples]]}} (empty for a value stored without them)."""
+    if isinstance(data, (tuple, list)) and len(data) == 5 and isinstance(data[4], dict):
+        return data[4]
+    return {}
+
+
 def _from_data(data) -> Result | None:
     if data is None:
         return None
     try:
-        scanned, total, contracts, engine = data
+        scanned, total, contracts, engine = data[:4]
         return Result(scanned, total, [], [ContractResult(i, n, k, [Finding(*f) for f in fs])
                                            for i, n, k, fs in contracts],
                       engine_findings=[Finding(*f) for f in engine])
@@ -309,16 +329,34 @@ def _root_dirs(config: Config, src: str) -> list[str]:
         [os.path.join(src, r + ".py") for r in config.root_packages]
 
 
+def _package_model(src: str, plan: ScanPlan, cache_dir: str | None, jobs: int | None, built: list) -> Model:
+    """The package's model, assembled: the one this run built, else built now (a run answered by
+    the stamp has none; unchanged files come from the cache)."""
+    if not built:
+        from contracts.engine.model import build_model
+
+        built.append(build_model(src, plan, cache_dir, jobs, lazy=True))
+    model = built[0]
+    model.assemble()
+    return model
+
+
 def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, paths: list[str] | None,
-                    contract_ids: list[str] | None) -> tuple[Result, list[str]]:
-    """`full` with the `removed-module` findings of the files outside the root packages: those
-    `importer_paths` names, and any `.py` file named on the command line (always checked).
-    Read on every run, never cached (see `engine/importers.py`)."""
+                    contract_ids: list[str] | None, package_model=None,
+                    remembered: tuple[dict, dict] = ({}, {})) -> tuple[Result, list[str]]:
+    """`full` with the findings of the files outside the root packages: those `importer_paths`
+    names, and any `.py` file named on the command line (always checked): `removed-module`, and
+    `missing-module`/`missing-name` against the package (`package_model()` gives its model).
+    Read on every run (see `engine/importers.py`); `remembered`: (the last run's
+    `missing_imports` findings of each importer by content digest, this run's, filled here): an
+    importer whose content is the one recorded, checked against the same package, is answered
+    from it without the package's model."""
     from contracts import rules
     from contracts.engine.importers import importer_files, importer_model
 
     specs = [spec for spec in config.removed if not contract_ids or spec.id in contract_ids]
-    if not specs:
+    missing = [spec for spec in config.missing if not contract_ids or spec.id in contract_ids]
+    if not specs and not missing:
         return full, []
     layout = _layout(config)
     inside = _root_dirs(config, src)
@@ -326,11 +364,10 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
              f"'{entry}' names no .py file outside the root packages" for entry in empty]
     if paths:
-        # Sets and prefixes, not a test of every file against every PATH: pre-commit passes
-        # thousands of each.
+        # Every importer is read (an unchanged test can import a module a given file was), and
+        # the PATHs decide what is reported (`_changed_filter`).
         named = {os.path.abspath(p) for p in paths}
-        dirs = tuple(p.rstrip(os.sep) + os.sep for p in named if os.path.isdir(p))
-        chosen = {p for p in files if p in named or p.startswith(dirs)}
+        chosen = set(files)
         for path in sorted(named):  # named explicitly: checked even where importer_paths does not reach
             if path in chosen:
                 continue
@@ -345,14 +382,9 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     if not files:
         return full, notes
     model = importer_model(sorted(set(files)), src, layout, plan.ast_words)
-    results = []
-    for r in full.contracts:
-        spec = next((s for s in specs if s.id == r.id), None) if r.kind == "removed_modules" else None
-        found = r.findings
-        if spec is not None:
-            extra, unused_after_all = _importer_findings(model, spec, found)
-            found = sorted((set(found) - unused_after_all) | set(extra))
-        results.append(ContractResult(r.id, r.name, r.kind, found))
+    results = [ContractResult(r.id, r.name, r.kind, _importers_of(r, config, specs, missing, model, package_model,
+                                                                  remembered))
+               for r in full.contracts]
     engine = sorted(set(full.engine_findings) | set(rules.parse_error.check(model))
                     | set(rules.not_scanned.check(model)))
     return Result(
@@ -376,6 +408,72 @@ def _importer_findings(model, spec: RemovedSpec, package_findings) -> tuple[list
     stale = {f for f in package_findings if f.rule == "unused-allowed-import"
              and f.message.startswith("`ignore_imports` line") and (f.importer, f.imported) in matched}
     return extra, stale
+
+
+def _importers_of(r: ContractResult, config: Config, specs, missing, model, package_model,
+                  remembered) -> list[Finding]:
+    """The findings of contract result `r` with those of the importers (`model`) added."""
+    found = r.findings
+    spec = next((s for s in specs if s.id == r.id), None) if r.kind == "removed_modules" else None
+    if spec is not None:
+        extra, unused_after_all = _importer_findings(model, spec, found)
+        found = sorted((set(found) - unused_after_all) | set(extra))
+    wanted = next((s for s in missing if s.id == r.id), None) if r.kind == "missing_imports" else None
+    if wanted is not None and model.discovery.files:
+        extra, unused_after_all = _importer_missing(package_model, config, wanted, model.discovery.files, found,
+                                                    remembered)
+        found = sorted((set(found) - unused_after_all) | set(extra))
+    return found
+
+
+def _importer_missing(package_model, config: Config, spec: MissingSpec, files, package_findings,
+                      remembered: tuple[dict, dict]) -> tuple[list[Finding], set[Finding]]:
+    """As `_importer_findings`, for a `missing_imports` contract: the importers' imports of
+    modules and names the package does not have (see `_with_importers` for `remembered`)."""
+    from contracts import ignores
+    from contracts.rules import _missing
+
+    new = remembered[1].setdefault(spec.id, {})
+    found, todo = _remembered(files, remembered[0].get(spec.id, {}), new)
+    if todo:
+        fresh = _missing.importer_findings(package_model(), config, spec, [f for f, _ in todo])
+        by_rel: dict[str, list] = {}
+        for finding in fresh:
+            by_rel.setdefault(finding.path, []).append(finding.as_tuple())
+        for f, digest in todo:
+            new[f.rel] = [digest, by_rel.get(f.rel, [])]
+        found.extend(fresh)
+    patterns = getattr(spec, "ignore_imports", ())
+    used: set[int] = set()
+    extra = ignores.filter_findings(sorted(set(found)), patterns, used)
+    matched = {tuple(part.strip() for part in patterns[i].text.partition("->")[::2]) for i in used}
+    stale = {f for f in package_findings if f.rule == "unused-allowed-import"
+             and f.message.startswith("`ignore_imports` line") and (f.importer, f.imported) in matched}
+    return extra, stale
+
+
+def _remembered(files, old: dict, new: dict) -> tuple[list[Finding], list]:
+    """(the findings `old` holds for the files of `files` whose content is the recorded one,
+    the other files with their content digests); `new` gets the entries used."""
+    from contracts.engine.cache import content_digest
+
+    found: list[Finding] = []
+    todo = []
+    for f in files:
+        try:
+            with open(f.path, "rb") as fh:
+                digest = content_digest(fh.read()).hex()
+        except OSError:
+            continue  # `not-scanned` reports it
+        entry = old.get(f.rel)
+        try:
+            if entry is None or entry[0] != digest:
+                raise ValueError(f.rel)
+            found.extend([Finding(*t) for t in entry[1]])
+            new[f.rel] = entry
+        except (TypeError, ValueError, IndexError):  # not recorded, changed, or another shape
+            todo.append((f, digest))
+    return found, todo
 
 
 def _is_inside(path: str, tops: list[str]) -> bool:
@@ -461,7 +559,7 @@ def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> R
 
 
 def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, status: str) -> Result:
-    keep = _path_filter(src, paths)
+    keep = _changed_filter(config, src, paths)
     warn = {spec.id for spec in config.specs
             if getattr(spec, "unmatched_alerting", "error") == "warn"}
     warnings = []
@@ -471,10 +569,10 @@ def _filtered(full: Result, config: Config, src: str, paths: list[str] | None, s
         for f in r.findings:
             if r.id in warn and f.rule == "unused-allowed-import" and f.message.startswith("`ignore_imports` line"):
                 warnings.append(f"{f.path}:{f.line}: {f.message}")  # unmatched_ignore_imports_alerting = warn
-            elif keep(f.path):
+            elif keep(f):
                 kept.append(f)
         results.append(ContractResult(r.id, r.name, r.kind, kept))
-    engine = [f for f in full.engine_findings if keep(f.path)]
+    engine = [f for f in full.engine_findings if keep(f)]
     everything = sorted(set(engine).union(*(set(r.findings) for r in results)))
     return Result(
         files_scanned=full.files_scanned,
@@ -501,6 +599,50 @@ def _result_key(config: Config, src: str, contract_ids: list[str] | None) -> str
 
     ids = tuple(sorted(contract_ids)) if contract_ids else None
     return repr((src, config.path, hashlib.sha1(text).hexdigest(), ids))
+
+
+def _changed_filter(config: Config, src: str, paths: list[str] | None):
+    """Keeps the findings the files at `paths` (changed, renamed or deleted: pre-commit's, or
+    `git diff --name-only`'s) can have caused: those in these files, and those anywhere whose
+    import names a module of these files (or a name or submodule of one: an importer the change
+    did not touch, whose import it broke), or whose chain passes through one. What is left out
+    cannot have been affected by them."""
+    in_paths = _path_filter(src, paths)
+    modules = modules_of(config, src, paths or ())
+    if not modules:
+        return lambda f: in_paths(f.path)
+
+    def touched(name: str) -> bool:  # `name` or a package above it is one of `modules`
+        parts = name.split(".")
+        return any(".".join(parts[:i]) in modules for i in range(1, len(parts) + 1))
+
+    def keep(f: Finding) -> bool:
+        if in_paths(f.path) or touched(f.imported.partition(":")[0]):
+            return True
+        chain = f.message.partition("through a chain: ")[2]
+        return bool(chain) and any(touched(m) for m in chain.split("`")[1::2])
+
+    return keep
+
+
+def modules_of(config: Config, src: str, paths) -> set[str]:
+    """The dotted names of the modules (and packages) of the root packages at `paths`, whether
+    the files still exist or not."""
+    out: set[str] = set()
+    for p in paths:
+        rel = os.path.relpath(os.path.abspath(p), src).replace(os.sep, "/")
+        parts = rel.split("/")
+        if rel.startswith("../") or parts[0].removesuffix(".py") not in config.root_packages:
+            continue
+        if parts[-1].endswith((".py", ".pyi")):
+            parts[-1] = parts[-1].rsplit(".", 1)[0]
+            if parts[-1] == "__init__":
+                parts.pop()
+        elif not os.path.isdir(p) and os.path.splitext(parts[-1])[1]:
+            continue  # not a module: a data file
+        if parts and all(part.isidentifier() for part in parts):
+            out.add(".".join(parts))
+    return out
 
 
 def _path_filter(src: str, paths: list[str] | None):

@@ -136,8 +136,9 @@ def _check_parser() -> argparse.ArgumentParser:
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("-q", "--quiet", action="store_true", help="print the findings only (no summary, no notes)")
     talk.add_argument("-v", "--verbose", action="store_true", help="also print timings per phase and what the cache did")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="report findings in these files only "
-                   "(the graph is still built for the whole tree)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="report only what these files (changed, "
+                   "renamed or deleted) can have caused: findings in them, imports of their modules and "
+                   "names, chains through them (the graph is still built for the whole tree)")
     return p
 
 
@@ -348,9 +349,16 @@ def _check(argv: list[str]) -> int:
                                  f"'source_dir': {config_mod.display_name(src)} is not a directory")
         cache_dir = None if args.no_cache or args.fix or args.diff or args.verify_against else (
             args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
-    for p in args.paths:
-        if not os.path.exists(p):
-            raise UsageError(f"PATH {p}: no such file or directory")
+        args.baseline = _beside_config(cfg, args.baseline)
+        args.write_baseline = _beside_config(cfg, args.write_baseline)
+    gone = [p for p in args.paths if not os.path.exists(p)]
+    if gone:
+        from contracts.check import modules_of
+
+        for p in gone:  # a module deleted or renamed away (`git diff --name-only` lists it)
+            if not modules_of(cfg, src, [p]):
+                raise UsageError(f"PATH {p}: no such file or directory (nor a module of "
+                                 f"{', '.join(cfg.root_packages)} under {src})")
     if args.strict_baseline and not args.baseline:
         raise UsageError("--strict-baseline needs --baseline FILE")
     progress = Progress(enabled=None if not args.quiet else False)
@@ -370,7 +378,7 @@ def _check(argv: list[str]) -> int:
     if args.write_baseline and not args.baseline:
         from contracts.baseline import write
 
-        write(args.write_baseline, result.findings)
+        write(args.write_baseline, result.findings, statement=_statement_of(result, src))
         print(f"Wrote {_plural(len(result.findings), 'finding')} to {args.write_baseline}.", file=sys.stderr)
         return EXIT_CLEAN
     if args.write_baseline and args.paths:
@@ -410,11 +418,13 @@ def _check(argv: list[str]) -> int:
         changes = bool(outcome.fixed) and args.diff
     notes: list[str] = []
     stale = False
+    failing = 0  # stale entries that fail the run, for the summary line
     strict = args.strict_baseline or cfg.strict_baseline
     if args.baseline:
         from contracts.baseline import compare, write
 
-        comparison = compare(args.baseline, findings)
+        statement, exists = _statement_of(result, src), _exists_in(cfg, result, src)
+        comparison = compare(args.baseline, findings, statement, exists)
         findings = comparison.new
         if comparison.version < 2:
             print(f"namespace-lint: warning: --baseline {args.baseline}: a version 1 baseline (no counts: an "
@@ -422,6 +432,7 @@ def _check(argv: list[str]) -> int:
                   f"--write-baseline {args.baseline}", file=sys.stderr)
         if not args.paths:  # only some files were reported on: absence elsewhere proves nothing
             stale = comparison.stale
+            failing = len(comparison.gone) + len(comparison.fewer) if strict else 0
             verb = "fails the run with --strict-baseline" if strict else "remove it"
             notes = [f"{args.baseline}: baseline entry no longer occurs: {rule} {importer} -> {imported} ({verb})"
                      for rule, importer, imported in comparison.gone]
@@ -430,10 +441,11 @@ def _check(argv: list[str]) -> int:
                       f"{rule} {importer} -> {imported} ({verb})"
                       for (rule, importer, imported), count, now in comparison.fewer]
         if args.write_baseline:
-            n = write(args.write_baseline, result.findings, prune=args.baseline)
+            n = write(args.write_baseline, result.findings, prune=args.baseline, statement=statement, exists=exists)
             print(f"Wrote {args.write_baseline}: {n} {'entry' if n == 1 else 'entries'} "
                   f"still occurring (pruned; new findings are not added).", file=sys.stderr)
             stale = False
+            failing = 0
             notes = []
     gone = stale
 
@@ -448,7 +460,7 @@ def _check(argv: list[str]) -> int:
         return _exit(args, bool(findings) or bool(strict and gone))
 
     clock = time.perf_counter()
-    text = _render(args, cfg, src, result, findings, notes)
+    text = _render(args, cfg, src, result, findings, notes, stale=failing)
     timings["render"] = time.perf_counter() - clock
     if args.diff:
         if findings and not args.quiet:  # stdout is the patch alone: what --fix leaves goes to stderr
@@ -456,8 +468,10 @@ def _check(argv: list[str]) -> int:
     else:
         _emit(text, args.output_file)
     if args.format in ("github",) and not args.quiet and not args.statistics:
+        from contracts.renderers._common import stale_text
+
         print(f"Scanned {result.files_scanned} of {result.files_total} .py files: "
-              f"{len(findings)} finding{'' if len(findings) == 1 else 's'}.", file=sys.stderr)
+              f"{len(findings)} finding{'' if len(findings) == 1 else 's'}{stale_text(failing)}.", file=sys.stderr)
     if notes and args.format not in ("concise", "text", "full") or (notes and args.statistics):
         for note in notes:
             print(shown(note), file=sys.stderr)
@@ -470,6 +484,55 @@ def _check(argv: list[str]) -> int:
     return _exit(args, bool(findings) or changes or bool(strict and gone))
 
 
+def _beside_config(cfg, path: str | None) -> str | None:
+    """A relative `--baseline`/`--write-baseline` FILE, resolved against the config file's
+    directory as the config's own paths are, so the hook's `--baseline FILE` works from any
+    subdirectory; shown relative to the working directory when it is under it."""
+    if not path or os.path.isabs(path):
+        return path
+    full = os.path.normpath(os.path.join(cfg.base, path))
+    rel = os.path.relpath(full)
+    return full if rel.startswith(os.pardir) else rel
+
+
+def _statement_of(result, src: str):
+    """Finding -> the text of the line its import starts on, stripped (what a baseline entry
+    records, so that an entry follows its finding through a rename: docs/baseline.md)."""
+    from contracts.engine.files import read_lines
+
+    root = result.src or os.path.abspath(src)
+    lines: dict[str, list[str]] = {}
+
+    def statement(f) -> str | None:
+        if f.path not in lines:
+            lines[f.path] = read_lines(os.path.join(root, *f.path.split("/")))
+        got = lines[f.path]
+        return got[f.line - 1].strip() or None if 0 < f.line <= len(got) else None
+
+    return statement
+
+
+def _exists_in(cfg, result, src: str):
+    """Module name (or an importer's path) -> does the tree still have it? Only a plain `.py`
+    file, a package directory or a stub counts as absent when missing; anything else that could
+    be there (an extension module) is taken as present: unknown is never "renamed"."""
+    import glob
+
+    bases = (result.src or os.path.abspath(src), cfg.base)
+
+    def exists(name: str) -> bool:
+        if "/" in name:
+            return os.path.exists(os.path.join(cfg.base, name))
+        for base in bases:
+            path = os.path.join(base, *name.partition(":")[0].split("."))
+            if os.path.isdir(path) or os.path.isfile(path + ".py") or os.path.isfile(path + ".pyi") \
+                    or glob.glob(glob.escape(path) + ".*.so") or os.path.isfile(path + ".so"):
+                return True
+        return False
+
+    return exists
+
+
 def _exit(args, failed: bool) -> int:
     return EXIT_CLEAN if not failed or args.exit_zero else EXIT_FINDINGS
 
@@ -479,7 +542,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _render(args, cfg, src: str, result, findings, notes: list[str], quiet: bool | None = None,
-            fmt: str | None = None) -> str:
+            fmt: str | None = None, stale: int = 0) -> str:
     from contracts import rules
     from contracts._version import __version__
     from contracts.engine.files import read_lines
@@ -514,6 +577,7 @@ def _render(args, cfg, src: str, result, findings, notes: list[str], quiet: bool
         quiet=args.quiet if quiet is None else quiet,
         hint=not args.fix,
         source_line=source_line,
+        stale=stale,
     )
     if args.statistics:
         from contracts.renderers import stats

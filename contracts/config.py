@@ -485,6 +485,9 @@ def load(path: str) -> Config:
         return ConfigError(_shown(message), file=display, section=_shown(section),
                            option=option and _shown(option))
 
+    unknown = sorted(set(session) - SESSION_OPTIONS)
+    if unknown:
+        raise err(f"unrecognized option (known: {', '.join(sorted(SESSION_OPTIONS))}).", option=unknown[0])
     roots = as_lines(session.get("root_packages")) or as_lines(session.get("root_package"))
     if not roots:
         raise err("name the package(s) to check with 'root_packages'.", option="root_packages")
@@ -544,6 +547,16 @@ def load(path: str) -> Config:
         )
     return config
 
+
+# Every option the [importlinter] section may have: import-linter's own session options (what
+# its `application/use_cases.py` reads: `root_package(s)`, `contract_types`,
+# `include_external_packages`, `exclude_type_checking_imports`, `show_timings`) and this tool's.
+# Another is a typo (`importer_path`) that would leave files unchecked: an error, as in a contract.
+SESSION_OPTIONS = frozenset({
+    "root_package", "root_packages", "contract_types", "include_external_packages",
+    "exclude_type_checking_imports", "show_timings",
+    "source_dir", "importer_paths", "exclude", "strict_baseline",
+})
 
 # Options of the [importlinter] section that describe the repository's layout. import-linter
 # ignores session options it does not know, so they can live beside `root_packages`.

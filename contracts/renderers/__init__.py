@@ -62,18 +62,20 @@ class Report(Record):
     hint: bool  # the "N fixable with `--fix`" line (not after --fix ran)
     source_line: Callable[[Finding], str | None]
     edits: dict  # Finding -> [Edit]: SARIF's `fixes`
+    stale: int  # baseline entries that no longer occur and fail the run (--strict-baseline)
 
     def __init__(self, findings: list[Finding], files_scanned: int = 0, files_total: int = 0,
                  fixable: frozenset = frozenset(), notes: list[str] | None = None, root: str = ".",
                  rules: dict[str, RuleDoc] | None = None, version: str = "", colour: bool = False,
                  quiet: bool = False, hint: bool = True, source_line: Callable[[Finding], str | None] = _no_line,
-                 edits: dict | None = None) -> None:
+                 edits: dict | None = None, stale: int = 0) -> None:
         self.findings, self.files_scanned, self.files_total, self.fixable = findings, files_scanned, files_total, fixable
         self.notes = [] if notes is None else notes
         self.root = root
         self.rules = {} if rules is None else rules
         self.version, self.colour, self.quiet, self.hint, self.source_line = version, colour, quiet, hint, source_line
         self.edits = {} if edits is None else edits
+        self.stale = stale
 
 
 # Format -> its renderer module, imported when asked for (a run renders one format).

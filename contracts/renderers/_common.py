@@ -49,13 +49,23 @@ def summary_lines(report: Report) -> list[str]:
     findings = report.findings
     coverage = f"Scanned {report.files_scanned} of {report.files_total} .py files"
     if not findings:
-        return [f"{coverage}: no findings."]
+        return [f"{coverage}: no findings{stale_text(report.stale)}."]
     counts = ", ".join(f"{rule}: {n}" for rule, n in sorted(Counter(f.rule for f in findings).items()))
-    lines = [f"{coverage}: {plural(len(findings), 'finding')} ({counts})."]
+    lines = [f"{coverage}: {plural(len(findings), 'finding')} ({counts}){stale_text(report.stale)}."]
     fixable = sum(1 for f in findings if f in report.fixable)
     if fixable and report.hint:
         lines.append(f"{paint(report, CYAN, FIX_MARK)} {fixable} fixable with `--fix`.")
     return lines
+
+
+def stale_text(stale: int) -> str:
+    """What a summary adds when stale baseline entries fail the run: a failed run never reads as
+    clean."""
+    if not stale:
+        return ""
+    entries = "1 baseline entry that no longer occurs fails" if stale == 1 else \
+        f"{stale} baseline entries that no longer occur fail"
+    return f"; {entries} the run (--strict-baseline)"
 
 
 def head_line(report: Report, f: Finding, use: bool = True) -> str:

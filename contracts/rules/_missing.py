@@ -33,8 +33,19 @@ def findings(model: Model, config: Config, spec: MissingSpec) -> list[Finding]:
     to them by `check.contract_findings`, as to every contract's)."""
     cache = model.__dict__.setdefault("_missing_findings", {})
     if spec not in cache:
-        cache[spec] = _Analysis(model, config, spec).run()
+        analysis = model.__dict__.setdefault("_missing_analyses", {})[spec] = _Analysis(model, config, spec)
+        cache[spec] = analysis.run()
     return cache[spec]
+
+
+def importer_findings(model: Model, config: Config, spec: MissingSpec, files) -> list[Finding]:
+    """Both rules' findings in files outside the root packages (`importer_paths`, or named on
+    the command line: tests, benchmarks, scripts), checked against the package's modules and
+    names as the package's own files are. `files`: their `SourceFile`s (`engine/importers.py`);
+    they are importers only, never modules anything can import, so the index stays the package's."""
+    findings(model, config, spec)  # the index of the package, built once
+    analysis = model.__dict__["_missing_analyses"][spec]
+    return sorted(set(analysis.importers(files)))
 
 
 class _Analysis:
@@ -96,6 +107,26 @@ class _Analysis:
             if lines:
                 out.extend(self._exact(f, self._text(f), lines))
         return sorted(set(out))
+
+    def importers(self, files) -> list[Finding]:
+        """The findings of `files` outside the package (after `run`, which built the index)."""
+        from contracts.engine.import_lines import WHOLE_FILE, StatementReader
+
+        reader = StatementReader(self.spec.statement_roots(self.config.root_packages))
+        out: list[Finding] = []
+        for f in files:
+            try:
+                data = self._text(f)
+            except OSError:
+                continue  # `not-scanned` reports it
+            found, doubt = reader.read(data)
+            if doubt is WHOLE_FILE:
+                out.extend(self._exact(f, data, None))
+                continue
+            lines = sorted({*self._suspect_lines(f, found), *doubt})
+            if lines:
+                out.extend(self._exact(f, data, lines))
+        return out
 
     def _text(self, f) -> bytes:
         """`f`'s content: read by this run already, or (a worker read it) read again."""

@@ -140,7 +140,7 @@ def linter_wheel(tmp_path_factory) -> Path:
     import shutil
 
     src = tmp_path_factory.mktemp("dist-src")
-    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "namespace_lint_start.py"):
         shutil.copy(REPO / name, src / name)
     for name in ("contracts", "sglang"):
         shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))

@@ -39,6 +39,9 @@ def edit(old: str, new: str):
 
 # id -> (edit of BASE_CONFIG, section, option, reason); section/option None where there is none.
 BAD_CONFIGS = {
+    "unknown_session_option": (  # a typo there would leave files unchecked, silently
+        edit("[importlinter]\n", "[importlinter]\nimporter_path = tests\n"), MAIN, "importer_path",
+        "unrecognized option"),
     "unknown_contract_type": (
         edit("type = layer\n", "type = layered\n"), LAYER, "type", "unknown contract type 'layered'"),
     "replacement_without_arrow": (
@@ -262,3 +265,18 @@ def test_lint_imports_breaks_only_the_contract_whose_container_is_missing(tmp_pa
     assert proc.returncode == 1 and "Traceback" not in output, output
     assert "Contracts: 2 kept, 1 broken." in output, output
     assert f"section {GROUPS}, option 'container'" in output
+
+
+def test_import_linters_own_session_options_are_accepted(tmp_path):
+    root = write_tree(tmp_path, CLEAN_TREE, config=None)
+    _write_config(root, BASE_CONFIG.replace("[importlinter]\n", "[importlinter]\ninclude_external_packages = True\n"
+                                            "exclude_type_checking_imports = True\nshow_timings = False\n", 1))
+    assert config_mod.load(str(root / ".importlinter")).root_packages == ("pkg",)
+
+
+def test_an_unknown_session_option_is_named_in_pyproject(tmp_path):
+    root = write_tree(tmp_path, CLEAN_TREE, config=None)
+    (root / "pyproject.toml").write_text('[tool.importlinter]\nroot_packages = ["pkg"]\nimporter_path = ["tests"]\n'
+                                         'contract_types = ["layer: contracts.LayerContract"]\n')
+    with pytest.raises(NamespaceLintError, match="option 'importer_path': unrecognized option"):
+        config_mod.load(str(root / "pyproject.toml"))

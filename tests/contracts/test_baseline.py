@@ -281,3 +281,86 @@ def test_a_repeated_entry_is_a_usage_error(tmp_path):
     path.write_text(json.dumps({"version": 2, "entries": [entry, entry]}))
     with pytest.raises(UsageError, match="repeats the entry"):
         baseline.compare(str(path), [])
+
+
+def test_relative_baseline_paths_are_beside_the_config_file(tree, capsys):
+    # The hook's `--baseline FILE`, run from a subdirectory: the file beside the config is meant.
+    root = tree(OLD)
+    sub = root / "pkg" / "srt"
+    with cwd(sub):
+        assert main(["--no-cache", "--write-baseline", "bl.json"]) == 0
+        assert (root / "bl.json").is_file() and not (sub / "bl.json").exists()
+        capsys.readouterr()
+        assert main(["--no-cache", "--baseline", "bl.json"]) == 0
+    assert capsys.readouterr().out.strip().endswith("no findings.")
+
+
+def test_a_strict_baseline_failure_says_so_in_the_summary(tree, capsys):
+    root = tree(OLD)
+    bl = str(root / "bl.json")
+    _cli(root, "--write-baseline", bl, capsys=capsys)
+    (root / "pkg/srt/models/m.py").write_text("import os\n")  # its entry no longer occurs
+    code, out, _ = _cli(root, "--baseline", bl, "--strict-baseline", capsys=capsys)
+    assert code == 1
+    assert out.splitlines()[-1].endswith(
+        ": no findings; 1 baseline entry that no longer occurs fails the run (--strict-baseline).")
+    code, out, _ = _cli(root, "--baseline", bl, capsys=capsys)  # not strict: a note, and clean
+    assert code == 0 and out.splitlines()[-1].endswith(": no findings.")
+    code, _, err = _cli(root, "--baseline", bl, "--strict-baseline", "--format", "github", capsys=capsys)
+    assert code == 1 and "0 findings; 1 baseline entry that no longer occurs fails the run" in err
+
+
+GEMM = "pkg/kernels/ops/gemm/fused_a_gemm.py"
+MODEL = "pkg/srt/models/m.py"
+
+
+def _adopt(root, capsys):
+    bl = str(root / "bl.json")
+    assert _cli(root, "--write-baseline", bl, capsys=capsys)[0] == 0
+    return bl
+
+
+@pytest.mark.parametrize("old, new", [
+    (GEMM, "pkg/kernels/ops/gemm/fused_b_gemm.py"),  # a rename
+    (MODEL, "pkg/srt/models/sub/m.py"),  # a move into a subpackage
+])
+def test_an_entry_follows_its_finding_when_the_importer_moves(tree, capsys, old, new):
+    root = tree(OLD)
+    bl = _adopt(root, capsys)
+    (root / new).parent.mkdir(parents=True, exist_ok=True)
+    (root / old).rename(root / new)
+    code, out, _ = _cli(root, "--baseline", bl, "--strict-baseline", capsys=capsys)
+    assert code == 0, out
+    assert out.splitlines()[-1].endswith(": no findings.") and "no longer occurs" not in out
+    # pruning writes the entry under the finding's new key, statement and count kept
+    assert _cli(root, "--baseline", bl, "--write-baseline", bl, capsys=capsys)[0] == 0
+    importers = {e["importer"] for e in json.loads((root / "bl.json").read_text())["entries"]}
+    assert new[:-3].replace("/", ".") in importers and old[:-3].replace("/", ".") not in importers
+
+
+def test_a_moved_entry_covers_no_other_statement_nor_a_copy(tree, capsys):
+    root = tree(OLD)
+    bl = _adopt(root, capsys)
+    (root / MODEL).rename(root / "pkg/srt/models/m2.py")
+    (root / "pkg/srt/models/m2.py").write_text("import pkg.jit_kernel.hicache\n")  # another statement
+    code, out, _ = _cli(root, "--baseline", bl, capsys=capsys)
+    assert code == 1 and "pkg/srt/models/m2.py:1:1: removed-module" in out
+    (root / "pkg/srt/models/m2.py").unlink()
+    (root / "pkg/kernels/ops/gemm/fused_c_gemm.py").write_text((root / GEMM).read_text())  # the original stays
+    code, out, _ = _cli(root, "--baseline", bl, capsys=capsys)
+    assert code == 1 and "pkg/kernels/ops/gemm/fused_c_gemm.py:1:1: group-boundary" in out
+
+
+def test_adding_a_replacements_line_keeps_the_findings_identity(tree, capsys):
+    line = "    pkg.jit_kernel.hicache -> pkg.kernels.ops.kvcache.hicache\n"
+    root = tree(OLD)
+    config = root / ".importlinter"
+    with_line = config.read_text()
+    assert line in with_line
+    config.write_text(with_line.replace(line, ""))  # adopted before the line was written
+    bl = _adopt(root, capsys)
+    assert ("removed-module", "pkg.srt.models.m", "pkg.jit_kernel") in baseline.load(bl)
+    config.write_text(with_line)  # now `from pkg.jit_kernel import hicache` names the submodule
+    code, out, _ = _cli(root, "--baseline", bl, "--strict-baseline", capsys=capsys)
+    assert code == 0, out
+    assert "no longer occurs" not in out

@@ -14,7 +14,7 @@ from contracts.cli import main
 from contracts.engine import model as model_mod
 from contracts.engine import reading as reading_mod
 from contracts.engine import stamp as stamp_mod
-from tests.contracts.conftest import cwd, run_cli
+from tests.contracts.conftest import BASE_CONFIG, cwd, run_cli
 
 TREE = {
     "pkg/srt/a.py": "import os\nfrom pkg.jit_kernel import hicache\n",
@@ -175,3 +175,50 @@ def test_cli_reports_changed_files_in_json(tree, capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert [f["path"] for f in json.loads(out)["findings"]] == ["pkg/srt/b.py"]
+
+IMPORTER = ("pkg/srt/layers/layernorm.py", 1)  # imports pkg.kernels.ops.layernorm.norm; never changed below
+
+
+def _missing_tree(tree):
+    config = BASE_CONFIG.replace("    layer: contracts.LayerContract\n",
+                                 "    layer: contracts.LayerContract\n    missing_imports: contracts.MissingImportsContract\n")
+    return tree(TREE, config=config + "\n[importlinter:contract:missing]\nname = missing\ntype = missing_imports\n")
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_rename_reports_the_unchanged_importer_it_broke(tree, tmp_path_factory, not_racy, cached):
+    root = _missing_tree(tree)
+    cache = tmp_path_factory.mktemp("cache") if cached else None
+    _run(root, cache=cache)
+    old, new = "pkg/kernels/ops/layernorm/norm.py", "pkg/kernels/ops/layernorm/norm_v2.py"
+    (root / old).rename(root / new)
+    for given in ([old, new], [old]):  # `git diff --name-only` lists both; the old name alone will do
+        found = _found(_run(root, given, cache))
+        assert (*IMPORTER, "missing-module", "pkg.kernels.ops.layernorm.norm") in found
+        assert {p for p, *_ in found} == {IMPORTER[0]}  # the other findings are not the change's
+
+
+def test_a_def_rename_reports_the_unchanged_importer_it_broke(tree, not_racy):
+    root = _missing_tree(tree)
+    norm = root / "pkg/kernels/ops/layernorm/norm.py"
+    norm.write_text(norm.read_text().replace("def rmsnorm", "def rms_norm"))
+    found = _found(_run(root, ["pkg/kernels/ops/layernorm/norm.py"]))
+    assert found == [(*IMPORTER, "missing-name", "pkg.kernels.ops.layernorm.norm.rmsnorm")]
+
+
+def test_a_chain_through_a_changed_module_is_reported_in_the_unchanged_file(tree, not_racy):
+    root = tree({**TREE, "pkg/kernels/util.py": "import os\n",
+                 "pkg/kernels/ops/gemm/fused_a_gemm.py": "from pkg.kernels import util\n"})
+    (root / "pkg/kernels/util.py").write_text("from pkg.kernels.ops.kvcache import hicache\n")
+    assert CHAIN in _found(_run(root, ["pkg/kernels/util.py"]))
+    assert CHAIN not in _found(_run(root, ["pkg/srt/a.py"]))  # a file the chain does not pass
+
+
+def test_a_deleted_path_is_accepted_and_a_missing_other_path_is_an_error(tree, capsys):
+    root = _missing_tree(tree)
+    (root / "pkg/kernels/ops/layernorm/norm.py").unlink()
+    with cwd(root):
+        assert main(["--no-cache", "pkg/kernels/ops/layernorm/norm.py"]) == 1
+        assert f"{IMPORTER[0]}:1:1: missing-module" in capsys.readouterr().out
+        assert main(["--no-cache", "docs/nothere.md"]) == 2
+    assert "PATH docs/nothere.md: no such file or directory" in capsys.readouterr().err

@@ -72,6 +72,10 @@ def test_ctrl_c_is_one_line_and_exit_130(tree, monkeypatch):
     assert err == "namespace-lint: interrupted\n" and out == ""
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_to_a_running_process_exits_130_without_a_traceback(tree):
     root = tree()
     # The check waits (as a slow run would) after saying so; SIGINT arrives during the wait.
@@ -79,8 +83,10 @@ def test_sigint_to_a_running_process_exits_130_without_a_traceback(tree):
               "def slow(*a, **k):\n    print('ready', file=sys.stderr, flush=True); time.sleep(60)\n"
               "c.run = slow\nfrom contracts.cli import main\nsys.exit(main(['--no-cache']))\n")
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    # A shell's background job (`bash .ci/run &`) starts with SIGINT ignored, and a child inherits
+    # that: the child gets the default disposition back, so Python installs its own handler.
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=root, env=env, stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     assert proc.stderr.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
