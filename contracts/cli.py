@@ -193,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     from contracts.errors import NamespaceLintError
 
     try:
+        if argv and argv[0] == "--pre-commit":  # the hook's entry: file names are never options
+            from contracts.hook_args import split
+
+            argv = split(argv[1:], _valued_options(_check_parser()))
         if argv and argv[0] == "derive-map":
             from contracts.derive_map import main as derive_main
             from contracts.terminal import Progress
@@ -220,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `namespace-lint | head`
         return EXIT_FINDINGS
+
+
+def _valued_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The option strings of `parser` that take a separate value."""
+    return {s for action in parser._actions if action.option_strings and action.nargs != 0
+            for s in action.option_strings}
 
 
 def _lint_imports(argv: list[str]) -> int:
@@ -548,19 +558,13 @@ def _edits(cfg, src: str, result, fixable) -> dict:
 
 
 def _emit(text: str, output_file: str | None) -> None:
-    from contracts.errors import UsageError
-
     if output_file is None:
         if text:
             print(text)
         return
-    directory = os.path.dirname(os.path.abspath(output_file))
-    try:
-        os.makedirs(directory, exist_ok=True)
-        with open(output_file, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n" if text else "")
-    except OSError as e:
-        raise UsageError(f"--output-file {output_file}: cannot be written: {e.strerror or e}") from None
+    from contracts.safe_paths import write_output
+
+    write_output(output_file, text, "--output-file")
 
 
 def _verbose(result, timings: dict[str, float]) -> None:
