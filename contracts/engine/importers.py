@@ -152,7 +152,9 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
     """A model of importer files: their references (only of the files that contain one of
     `words`), parse errors, and what could not be read (`discovery.skipped`); no graph."""
     from contracts.engine.discover import Discovery, SourceFile
+    from contracts.engine.files import TooLarge, read_regular
     from contracts.engine.model import Model
+    from contracts.engine.records import MAX_READ_BYTES
     from contracts.engine.scan import MAX_PARSE_BYTES, scan_source, searchable
     from contracts.engine.window import keep_hot_statements
 
@@ -166,10 +168,11 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
             shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             disc.skipped.append((shown, "the name is not valid UTF-8"))
             continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-                st = os.fstat(fh.fileno())
+        try:  # bounded as every reader is: a link to /dev/zero, a 1 GiB file are not read
+            data, st = read_regular(os.path.realpath(path), limit=MAX_READ_BYTES)
+        except TooLarge:
+            disc.skipped.append((rel, f"over the {MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file"))
+            continue
         except OSError as e:
             disc.skipped.append((rel, f"cannot read: {e.strerror or e}"))
             continue
