@@ -62,19 +62,24 @@ def matches_after(pattern: re.Pattern, head: bytes, data: bytes):
             pos = m.start() + 1
 
 
-# id(data) -> (data, the offset where a line starts, that line's number): where the last
-# `line_holding` on that text stopped. Findings come in line order, so each file's newlines are
-# counted once, not once per finding (10,000 imports in one file cost 2 s that way).
-_CURSORS: dict[int, tuple[bytes, int, int]] = {}
+# id(data) -> (data, whether it holds a \r, the offset where a line starts, that line's
+# number): where the last `line_holding` on that text stopped. Findings come in line order, so
+# each file is searched for \r and its newlines counted once, not once per finding (10,000
+# imports in one file cost 2 s that way).
+_CURSORS: dict[int, tuple[bytes, bool, int, int]] = {}
 _MAX_CURSORS = 16
 
 
 def _line_start(data: bytes, line: int) -> int | None:
-    """Where line `line` (1-based, split at \n) of `data` starts; None past the end."""
+    """Where line `line` (1-based, split at \n) of `data` starts; None past the end, or when
+    `data` also breaks lines at \r."""
     entry = _CURSORS.get(id(data))
-    if entry is not None and entry[0] is data and entry[2] <= line:
-        _, offset, row = entry
-    else:
+    if entry is None or entry[0] is not data:
+        entry = (data, b"\r" in data, 0, 1)
+    _, has_cr, offset, row = entry
+    if has_cr:
+        return None
+    if row > line:
         offset, row = 0, 1
     while row < line:
         offset = data.find(b"\n", offset) + 1
@@ -83,7 +88,7 @@ def _line_start(data: bytes, line: int) -> int | None:
         row += 1
     if len(_CURSORS) >= _MAX_CURSORS and id(data) not in _CURSORS:
         _CURSORS.clear()
-    _CURSORS[id(data)] = (data, offset, row)
+    _CURSORS[id(data)] = (data, has_cr, offset, row)
     return offset
 
 
@@ -96,7 +101,7 @@ def line_holding(data: bytes, line: int, text: str) -> int | None:
         needle = text.strip().encode("utf-8")
     except UnicodeEncodeError:
         return None
-    if not needle or b"\r" in data or line < 1:
+    if not needle or line < 1:
         return None
     start = _line_start(data, line)
     if start is None:
