@@ -198,16 +198,19 @@ def _definitions(text: bytes) -> tuple[frozenset, frozenset]:
     column_0, anywhere = set(), set()
     for m in _DEFINITION_START.finditer(text):
         indent, head, word = m.groups()
-        after = text[m.end():m.end() + 4].lstrip(b" \t")
-        assigned = after[:2] != b"=="
-        if head or (after[:1] in (b"=", b":", b",") and assigned):
+        after = text[m.end():m.end() + 4].lstrip(b" \t")  # what the per-name tests looked at
+        if head or _assigns(after, (b"=", b":", b",")):
             anywhere.add(word)
-        if not indent and (head or (after[:1] in (b"=", b":") and assigned)):
+        if not indent and (head or _assigns(after, (b"=", b":"))):
             column_0.add(word)
     if len(_DEFINED) >= _MAX_DEFINED:
         _DEFINED.clear()
     result = _DEFINED[id(text)] = (text, frozenset(column_0), frozenset(anywhere))
     return result[1], result[2]
+
+
+def _assigns(after: bytes, marks: tuple[bytes, ...]) -> bool:
+    return after[:1] in marks and after[:2] != b"=="
 
 
 def defined_at_column_0(text: bytes, name: str) -> bool:

@@ -18,17 +18,19 @@ import difflib
 SMALL = 2000  # lines: below this (most files), difflib alone; its worst case there is ~0.1 s
 
 
-def _anchors(a: list[str], b: list[str], alo: int, ahi: int, blo: int, bhi: int) -> list[tuple[int, int]]:
-    """Pairs (i, j), ascending in both, of lines that occur once in `a[alo:ahi]` and once in
-    `b[blo:bhi]` and are equal: the longest increasing run of them (patience sorting)."""
-    count_a: dict[str, int] = {}
-    for i in range(alo, ahi):
-        count_a[a[i]] = -1 if a[i] in count_a else i
-    count_b: dict[str, int] = {}
-    for j in range(blo, bhi):
-        count_b[b[j]] = -1 if b[j] in count_b else j
-    pairs = sorted((i, count_b[line]) for line, i in count_a.items()
-                   if i >= 0 and count_b.get(line, -1) >= 0)
+def _unique(lines: list[str]) -> dict[str, int]:
+    """line -> its index where it occurs once, -1 where it occurs more often."""
+    where: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        where[line] = -1 if line in where else i
+    return where
+
+
+def _anchors(a: list[str], b: list[str]) -> list[tuple[int, int]]:
+    """Pairs (i, j), ascending in both, of lines that occur once in `a` and once in `b` and are
+    equal: the longest increasing run of them (patience sorting)."""
+    in_a, in_b = _unique(a), _unique(b)
+    pairs = sorted((i, in_b[line]) for line, i in in_a.items() if i >= 0 and in_b.get(line, -1) >= 0)
     tails: list[int] = []  # tails[k]: the smallest j ending a run of length k + 1
     tail_at: list[int] = []  # the pair index of that tail
     back: list[int] = [-1] * len(pairs)
@@ -54,15 +56,20 @@ def opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
         return difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
     out: list[tuple[str, int, int, int, int]] = []
     i = j = 0
-    for ai, bj in [*_anchors(a, b, 0, len(a), 0, len(b)), (len(a), len(b))]:
+    for ai, bj in [*_anchors(a, b), (len(a), len(b))]:
         if (ai - i) or (bj - j):
             gap = difflib.SequenceMatcher(a=a[i:ai], b=b[j:bj], autojunk=False).get_opcodes()
             out.extend((tag, i + i1, i + i2, j + j1, j + j2) for tag, i1, i2, j1, j2 in gap)
         if ai < len(a):
             out.append(("equal", ai, ai + 1, bj, bj + 1))
         i, j = ai + 1, bj + 1
+    return _merged(out)
+
+
+def _merged(ops: list[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int, int, int]]:
+    """`ops` with runs of "equal" joined, as difflib gives them."""
     merged: list[tuple[str, int, int, int, int]] = []
-    for op in out:
+    for op in ops:
         if merged and op[0] == "equal" and merged[-1][0] == "equal":
             merged[-1] = ("equal", merged[-1][1], op[2], merged[-1][3], op[4])
         else:
@@ -100,11 +107,15 @@ def unified_diff(a: list[str], b: list[str], fromfile: str, tofile: str, n: int 
             yield f"+++ {tofile}\n"
         first, last = group[0], group[-1]
         yield f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n"
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                yield from (" " + line for line in a[i1:i2])
-                continue
-            if tag in ("replace", "delete"):
-                yield from ("-" + line for line in a[i1:i2])
-            if tag in ("replace", "insert"):
-                yield from ("+" + line for line in b[j1:j2])
+        yield from _hunk(group, a, b)
+
+
+def _hunk(group, a: list[str], b: list[str]):
+    for tag, i1, i2, j1, j2 in group:
+        if tag == "equal":
+            yield from (" " + line for line in a[i1:i2])
+            continue
+        if tag in ("replace", "delete"):
+            yield from ("-" + line for line in a[i1:i2])
+        if tag in ("replace", "insert"):
+            yield from ("+" + line for line in b[j1:j2])

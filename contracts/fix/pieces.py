@@ -53,6 +53,21 @@ def _holding(stmts: list, line: int, spans: dict) -> int | None:
     return k if k >= 0 and starts[k] <= line <= ends[k] else None
 
 
+def _innermost(tree: ast.Module, line: int, lines: list[str], spans: dict, best):
+    """The smallest statement below the top level that holds `line` and owns its lines, else
+    `best` (the top-level range)."""
+    stmts = tree.body
+    while stmts:
+        hit = _holding(stmts, line, spans)
+        if hit is None:
+            break
+        if stmts is not tree.body and _stands_alone(stmts, hit, lines):
+            best = _span(stmts[hit])
+        stmts = next((body for body in _child_lists(stmts[hit])
+                      if _holding(body, line, spans) is not None), None)
+    return best
+
+
 def statement_ranges(tree: ast.Module, lines: list[str], wanted: set[int]) -> list[tuple[int, int]]:
     """The smallest statements that hold the `wanted` lines and own their lines, as (first, last)
     line ranges, outermost kept where they nest. LibCST parses only these (a whole large file
@@ -70,16 +85,7 @@ def statement_ranges(tree: ast.Module, lines: list[str], wanted: set[int]) -> li
     spans: dict[int, tuple[list[int], list[int]]] = {}  # id(list) -> its statements' starts, ends
     for line in wanted:
         k = bisect.bisect_right(top_starts, line) - 1
-        best = tuple(top[k]) if k >= 0 and line <= top[k][1] else None
-        stmts = tree.body
-        while stmts:
-            hit = _holding(stmts, line, spans)
-            if hit is None:
-                break
-            if stmts is not tree.body and _stands_alone(stmts, hit, lines):
-                best = _span(stmts[hit])
-            stmts = next((body for body in _child_lists(stmts[hit])
-                          if _holding(body, line, spans) is not None), None)
+        best = _innermost(tree, line, lines, spans, tuple(top[k]) if k >= 0 and line <= top[k][1] else None)
         if best is not None:
             found.add(best)
     ranges = sorted(found, key=lambda r: (r[0], -r[1]))
