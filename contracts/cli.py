@@ -3,6 +3,7 @@
     namespace-lint [check] [OPTIONS] [PATH ...]     check the tree (the default command)
     namespace-lint rules [--output-format text|json] [RULE_ID ...]
     namespace-lint derive-map --removed PREFIX [--before DIR --after DIR] [--src DIR]
+    namespace-lint --pre-commit [ARGS] [FILE ...]   the hook's entry: trailing FILEs are paths only
 
 Exit codes, as ruff's: 0 no finding (left), 1 findings (after `--fix`: findings remain, of any
 rule; with `--diff`: it would change something, or findings remain), 2 a usage or configuration

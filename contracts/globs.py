@@ -131,6 +131,15 @@ class Pattern:
         # implicit tail "*": a pattern also matches everything under what it matches.
         self._segments = ["*" if p == _ANY_SEGMENTS else _tokens(p) for p in parts] + ["*"]
 
+    def __eq__(self, other) -> bool:  # as compiled regular expressions compare: by pattern
+        return isinstance(other, Pattern) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.pattern!r})"
+
     def match(self, path: str) -> bool:
         if self._empty:
             return path == ""

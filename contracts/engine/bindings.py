@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from contracts.engine.files import read_capped, read_regular
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
+from contracts.engine.scan import MAX_PARSE_BYTES
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
 # A maximal run of `_WORD` bytes: what `_occurrences` finds as a whole word.
@@ -144,6 +145,10 @@ def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
 
 
 def _parse(data: bytes) -> ast.Module | None:
+    """`data`'s tree, or None: it does not parse, or it is over the parse cap (a module of a
+    `--verify-against` tree is bounded as a checked file is: ~120 bytes of memory per byte)."""
+    if len(data) > MAX_PARSE_BYTES:
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
