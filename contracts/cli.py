@@ -364,6 +364,10 @@ def _check(argv: list[str]) -> int:
             raise UsageError(f"PATH {p}: no such file or directory")
     if args.strict_baseline and not args.baseline:
         raise UsageError("--strict-baseline needs --baseline FILE")
+    if args.write_baseline:
+        from contracts.safe_paths import refuse_linked_directories
+
+        refuse_linked_directories(args.write_baseline, "--write-baseline")
     progress = Progress(enabled=None if not args.quiet else False)
     with progress.phase("checking"):
         result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract,

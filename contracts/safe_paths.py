@@ -41,6 +41,17 @@ def _symlink_on_the_way(path: str) -> str | None:
     return None
 
 
+def refuse_linked_directories(path: str, option: str) -> None:
+    """UsageError when a directory on the way to `path` below the working directory is a
+    symlink (for a file replaced by a rename, `--write-baseline`: the last component itself
+    is replaced, never followed)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    link = _symlink_on_the_way(directory)
+    if link is not None:
+        raise UsageError(f"{option} {path}: `{os.path.relpath(link)}` is a symlink (to `{os.readlink(link)}`); "
+                         f"not written through it -- remove the link or name another file")
+
+
 def write_output(path: str, text: str, option: str) -> None:
     """Write `text` to the file `path` the user named with `option`; UsageError when `path` is, or
     goes through, a symlink (see the module docstring) or cannot be written."""

@@ -64,6 +64,14 @@ def test_a_symlinked_baseline_to_write_replaces_the_link_not_the_target(tree, vi
     assert json.loads((root / "baseline.json").read_text())["entries"]
 
 
+def test_a_baseline_under_a_symlinked_directory_is_refused(tree, victim):
+    root = tree({"pkg/srt/stale.py": STALE})
+    (root / "ci").symlink_to(victim.parent.parent, target_is_directory=True)  # a link above the last directory
+    proc = run_cli(["--no-cache", "--write-baseline", f"ci/{victim.parent.name}/bashrc"], root)
+    assert proc.returncode == 2 and "symlink" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert victim.read_text() == VICTIM_TEXT
+
+
 def test_fix_never_writes_through_a_symlink_in_an_importer_path(tree, victim):
     victim.write_text(STALE)
     config = BASE_CONFIG.replace("root_packages =\n    pkg\n", "root_packages =\n    pkg\nimporter_paths =\n    test\n")
