@@ -360,7 +360,8 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
         return full, []
     layout = _layout(config)
     inside = _root_dirs(config, src)
-    files, empty = importer_files(layout, inside) if config.importer_paths else ([], [])
+    outside: list[tuple[str, str]] = []  # symlinks out of the tree: not-scanned, never read or written
+    files, empty = importer_files(layout, inside, outside) if config.importer_paths else ([], [])
     notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
              f"'{entry}' names no .py file outside the root packages" for entry in empty]
     if paths:
@@ -379,9 +380,10 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
                     and not _is_inside(path, inside) and not layout.excluded_by(path)):
                 chosen.add(path)
         files = sorted(chosen)
-    if not files:
+    if not files and not outside:
         return full, notes
     model = importer_model(sorted(set(files)), src, layout, plan.ast_words)
+    model.discovery.skipped += [(os.path.relpath(path, src).replace(os.sep, "/"), reason) for path, reason in outside]
     results = [ContractResult(r.id, r.name, r.kind, _importers_of(r, config, specs, missing, model, package_model,
                                                                   remembered))
                for r in full.contracts]

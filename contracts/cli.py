@@ -3,6 +3,7 @@
     namespace-lint [check] [OPTIONS] [PATH ...]     check the tree (the default command)
     namespace-lint rules [--output-format text|json] [RULE_ID ...]
     namespace-lint derive-map --removed PREFIX [--before DIR --after DIR] [--src DIR]
+    namespace-lint --pre-commit [ARGS] [FILE ...]   the hook's entry: trailing FILEs are paths only
 
 Exit codes, as ruff's: 0 no finding (left), 1 findings (after `--fix`: findings remain, of any
 rule; with `--diff`: it would change something, or findings remain), 2 a usage or configuration
@@ -194,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     from contracts.errors import NamespaceLintError
 
     try:
+        if argv and argv[0] == "--pre-commit":  # the hook's entry: file names are never options
+            from contracts.hook_args import split
+
+            argv = split(argv[1:], _valued_options(_check_parser()))
         if argv and argv[0] == "derive-map":
             from contracts.derive_map import main as derive_main
             from contracts.terminal import Progress
@@ -221,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `namespace-lint | head`
         return EXIT_FINDINGS
+
+
+def _valued_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The option strings of `parser` that take a separate value."""
+    return {s for action in parser._actions if action.option_strings and action.nargs != 0
+            for s in action.option_strings}
 
 
 def _lint_imports(argv: list[str]) -> int:
@@ -361,6 +372,10 @@ def _check(argv: list[str]) -> int:
                                  f"{', '.join(cfg.root_packages)} under {src})")
     if args.strict_baseline and not args.baseline:
         raise UsageError("--strict-baseline needs --baseline FILE")
+    if args.write_baseline:
+        from contracts.safe_paths import refuse_linked_directories
+
+        refuse_linked_directories(args.write_baseline, "--write-baseline")
     progress = Progress(enabled=None if not args.quiet else False)
     with progress.phase("checking"):
         result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract,
@@ -612,19 +627,13 @@ def _edits(cfg, src: str, result, fixable) -> dict:
 
 
 def _emit(text: str, output_file: str | None) -> None:
-    from contracts.errors import UsageError
-
     if output_file is None:
         if text:
             print(text)
         return
-    directory = os.path.dirname(os.path.abspath(output_file))
-    try:
-        os.makedirs(directory, exist_ok=True)
-        with open(output_file, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n" if text else "")
-    except OSError as e:
-        raise UsageError(f"--output-file {output_file}: cannot be written: {e.strerror or e}") from None
+    from contracts.safe_paths import write_output
+
+    write_output(output_file, text, "--output-file")
 
 
 def _verbose(result, timings: dict[str, float]) -> None:

@@ -564,7 +564,7 @@ LAYOUT_OPTIONS = ("source_dir", "importer_paths", "exclude")
 
 
 def _layout(config: Config, session: dict, err) -> None:
-    from contracts.engine.importers import compile_pattern
+    from contracts.globs import GlobError, check_patterns, compile_pattern
 
     source = session.get("source_dir")
     if source is not None:
@@ -573,11 +573,44 @@ def _layout(config: Config, session: dict, err) -> None:
         config.source_dir = os.path.normpath(os.path.join(config.base, str(source).strip()))
     for option in ("importer_paths", "exclude"):
         items = as_lines(session.get(option))
+        try:
+            check_patterns(items)
+        except GlobError as e:
+            raise err(f"{e}; name directories, or fewer patterns.", option=option) from None
         for item in items:
             if "\0" in item or not item.isprintable():
                 raise err(f"'{item}' is not a path or glob.", option=option)
             try:
                 compile_pattern(item)
-            except re.error as e:
-                raise err(f"'{item}' is not a valid glob ({e}).", option=option) from None
+            except GlobError as e:
+                raise err(f"'{_clip(item)}' is not a valid glob ({e}).", option=option) from None
         setattr(config, option, tuple(items))
+    _inside_repository(config, err)
+
+
+def _clip(text: str, keep: int = 60) -> str:
+    return text if len(text) <= keep + 20 else f"{text[:keep]}... ({len(text)} characters)"
+
+
+def _inside_repository(config: Config, err) -> None:
+    """`source_dir` and `importer_paths` name what `--fix` rewrites, and the file naming them is
+    committed with the tree: one that resolves outside the config's repository (its git top
+    level, else the config's directory) is an error. The command line (`--src`, PATHs) may
+    name anything: that is the user's choice, not the tree's."""
+    from contracts.config_source import repository_root
+    from contracts.safe_paths import is_inside
+
+    repo = os.path.realpath(repository_root(config.base) or config.base)
+    named = [("source_dir", config.source_dir)] if config.source_dir else []
+    named += [("importer_paths", entry) for entry in config.importer_paths]
+    for option, entry in named:
+        lead = []
+        for part in entry.replace(os.sep, "/").split("/"):
+            if any(c in part for c in "*?["):
+                break
+            lead.append(part)
+        real = os.path.realpath(os.path.join(config.base, "/".join(lead) or "."))
+        if not is_inside(real, repo):
+            raise err(f"'{_clip(entry)}' resolves to {real}, outside the repository {repo}; a directory "
+                      f"outside it is named on the command line (--src, PATH), not in a committed file.",
+                      option=option)

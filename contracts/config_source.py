@@ -80,7 +80,9 @@ def has_section(path: str) -> bool:
     return True  # `.importlinter`: its own file (a missing section is reported when it is read)
 
 
-def _repository_root(start: str) -> str | None:
+def repository_root(start: str) -> str | None:
+    """The first directory at or above `start` holding `.git` (git itself is never run: it
+    would read the tree's own hooks and config), or None."""
     directory = start
     while True:
         if os.path.exists(os.path.join(directory, ".git")):
@@ -97,7 +99,7 @@ def find(start: str | None = None) -> str | None:
     repository root (outside a repository, up to the filesystem root, as ruff does). None when
     there is none."""
     start = os.path.abspath(start or os.getcwd())
-    top = _repository_root(start)
+    top = repository_root(start)
     directory = start
     while True:
         for name in CANDIDATES:

@@ -23,12 +23,19 @@ from __future__ import annotations
 import ast
 import bisect
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 
+from contracts.engine.files import read_capped, read_regular
+from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
+from contracts.engine.scan import MAX_PARSE_BYTES
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
+# A maximal run of `_WORD` bytes: what `_occurrences` finds as a whole word.
+_IDENTIFIER = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
+_SEARCHES_BEFORE_INDEX = 64  # a few missing names: a search each; many: the index (linear)
 # Text that lets a module bind names no statement shows.
 _DYNAMIC = (b"globals()", b"sys.modules[__name__]", b"vars()", b"exec(")
 _DEF_HEADS = (b"def ", b"class ", b"async def ")
@@ -138,6 +145,10 @@ def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
 
 
 def _parse(data: bytes) -> ast.Module | None:
+    """`data`'s tree, or None: it does not parse, or it is over the parse cap (a module of a
+    `--verify-against` tree is bounded as a checked file is: ~120 bytes of memory per byte)."""
+    if len(data) > MAX_PARSE_BYTES:
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -175,33 +186,47 @@ def defs_at_column_0(text: bytes) -> set[str]:
     return out
 
 
+# `^[ \t]*`, a definition head or none, then a whole word: every place `defined_at_column_0`
+# and `_indented_definition` look at, found in one pass over a text.
+_DEFINITION_START = re.compile(rb"^([ \t]*)(def |class |async def )?([A-Za-z0-9_\x80-\xff]+)", re.M)
+_DEFINED: dict[int, tuple[bytes, frozenset, frozenset]] = {}  # id(text) -> (text, column 0, any)
+_MAX_DEFINED = 16
+
+
+def _definitions(text: bytes) -> tuple[frozenset, frozenset]:
+    """(names `text` may define at column 0, names it may define on any line), each found once
+    per text: asking per name searched the whole text each time, so a file importing 10,000
+    missing names cost 10,000 searches of itself (20,000 names: 45 s)."""
+    entry = _DEFINED.get(id(text))
+    if entry is not None and entry[0] is text:
+        return entry[1], entry[2]
+    column_0, anywhere = set(), set()
+    for m in _DEFINITION_START.finditer(text):
+        indent, head, word = m.groups()
+        after = text[m.end():m.end() + 4].lstrip(b" \t")  # what the per-name tests looked at
+        if head or _assigns(after, (b"=", b":", b",")):
+            anywhere.add(word)
+        if not indent and (head or _assigns(after, (b"=", b":"))):
+            column_0.add(word)
+    if len(_DEFINED) >= _MAX_DEFINED:
+        _DEFINED.clear()
+    result = _DEFINED[id(text)] = (text, frozenset(column_0), frozenset(anywhere))
+    return result[1], result[2]
+
+
+def _assigns(after: bytes, marks: tuple[bytes, ...]) -> bool:
+    return after[:1] in marks and after[:2] != b"=="
+
+
 def defined_at_column_0(text: bytes, name: str) -> bool:
     """Does `text` define `name` on a line of its own at column 0: `def name`, `class name`,
     `name = ...`, `name: T = ...`? (A cheap, sufficient test; `ast` settles the rest.)"""
-    for pos in _occurrences(text, name.encode()):
-        start = text.rfind(b"\n", 0, pos) + 1
-        head = text[start:pos]
-        if head in _DEF_HEADS:
-            return True
-        if not head:
-            after = text[pos + len(name):pos + len(name) + 4].lstrip(b" \t")
-            if after[:1] in (b"=", b":") and after[:2] != b"==":
-                return True
-    return False
+    return name.encode() in _definitions(text)[0]
 
 
 def _indented_definition(text: bytes, name: str) -> bool:
     """Could an indented line define `name` (`def name`, `class name`, `name = ...`, `name: T`)?"""
-    for pos in _occurrences(text, name.encode()):
-        start = text.rfind(b"\n", 0, pos) + 1
-        head = text[start:pos].lstrip(b" \t")
-        if head in _DEF_HEADS:
-            return True
-        if not head:
-            after = text[pos + len(name):pos + len(name) + 4].lstrip(b" \t")
-            if after[:1] in (b"=", b":", b",") and after[:2] != b"==":
-                return True
-    return False
+    return name.encode() in _definitions(text)[1]
 
 
 class ModuleIndex:
@@ -220,6 +245,8 @@ class ModuleIndex:
         self._import_bound: dict[str, set[str]] = {}
         self._children: dict[str, set[str]] | None = None
         self._blob: tuple[bytes, list[int], list[str]] | None = None
+        self._words: dict[bytes, set[str]] | None = None  # identifier -> modules, once asked often
+        self._searches = 0
         self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
         self._binds: dict[tuple[str, str], bool | None] = {}
         self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
@@ -251,8 +278,7 @@ class ModuleIndex:
         data = self.texts.get(f.rel)
         if data is None:
             try:
-                with open(f.path, "rb") as fh:
-                    data = fh.read()
+                data = read_capped(f.path, MAX_READ_BYTES)
             except OSError:
                 return None
             self.texts[f.rel] = data
@@ -263,9 +289,8 @@ class ModuleIndex:
             return None
         base = os.path.join(self.src, *module.split("."))
         for path in (base + ".pyi", os.path.join(base, "__init__.pyi")):
-            try:
-                with open(path, "rb") as fh:
-                    return fh.read()
+            try:  # not walked: read only as the walk would (a regular file, no link, bounded)
+                return read_regular(path, limit=MAX_READ_BYTES)[0]
             except OSError:
                 continue
         return None
@@ -397,6 +422,13 @@ class ModuleIndex:
 
     # ---- where names are defined
 
+    def _word_index(self) -> dict[bytes, set[str]]:
+        words: dict[bytes, set[str]] = {}
+        for m in sorted(self.py):
+            for w in set(_IDENTIFIER.findall(self.text(m) or b"")):
+                words.setdefault(w, set()).add(m)
+        return words
+
     def _search_blob(self) -> tuple[bytes, list[int], list[str]]:
         if self._blob is None:
             modules = sorted(self.py)
@@ -410,7 +442,15 @@ class ModuleIndex:
         return self._blob
 
     def modules_containing(self, word: str) -> set[str]:
-        """The `.py` modules whose text has `word` as an identifier (one search of the tree)."""
+        """The `.py` modules whose text has `word` as an identifier: one search of the tree for
+        the first few words, then an index of every identifier, built once (a search per word
+        is the tree's size times the words: 147,000 missing names ran over 30 minutes)."""
+        key = word.encode()
+        self._searches += 1
+        if self._words is None and self._searches > _SEARCHES_BEFORE_INDEX and _IDENTIFIER.fullmatch(key):
+            self._words = self._word_index()
+        if self._words is not None and _IDENTIFIER.fullmatch(key):
+            return set(self._words.get(key, ()))
         blob, offsets, modules = self._search_blob()
         found = set()
         for pos in _occurrences(blob, word.encode()):

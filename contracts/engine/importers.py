@@ -22,44 +22,10 @@ import os
 import re
 
 from contracts._record import Record
+from contracts.globs import compile_pattern  # noqa: F401  (its home before `contracts.globs`)
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
-
-
-def _segment_regex(segment: str) -> str:
-    out, i = [], 0
-    while i < len(segment):
-        c = segment[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = segment.find("]", i + 2 if segment[i + 1:i + 2] in ("!", "]") else i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = segment[i + 1:end]
-                body = "^" + body[1:] if body.startswith("!") else body
-                out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
-                i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def compile_pattern(pattern: str) -> re.Pattern:
-    """A regex matching the base-relative paths (with `/`) that `pattern` names."""
-    parts = [p for p in pattern.replace(os.sep, "/").strip("/").split("/") if p not in ("", ".")]
-    regex = ""
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            regex += ".*" if last else "(?:[^/]+/)*"
-        else:
-            regex += _segment_regex(part) + ("" if last else "/")
-    return re.compile(f"(?:{regex})(?:/.*)?\\Z", re.DOTALL)
+OUTSIDE = "symlink to outside the tree; not followed"
 
 
 class Layout(Record, hidden=("_compiled",)):
@@ -95,55 +61,79 @@ class Layout(Record, hidden=("_compiled",)):
         return None
 
 
-def importer_files(layout: Layout, inside: list[str]) -> tuple[list[str], list[str]]:
+def importer_files(layout: Layout, inside: list[str], skipped: list | None = None) -> tuple[list[str], list[str]]:
     """(the `.py` files `importer_paths` names, absolute and sorted; the entries that name no
     file). Files under `inside` (the root packages' directories: their files are modules) and
     excluded files are left out; directories are walked without following symlinks, skipping
-    `__pycache__` and hidden directories."""
-    found: set[str] = set()
+    `__pycache__` and hidden directories; a pattern is matched against that walk (never
+    `glob`, which follows symlinked directories: links to `.` made it exponential). As in the
+    package walk, a symlink whose target lies outside the repository (the base's real path) is
+    not followed: `--fix` writes only what the tree holds. `skipped`, when given, receives
+    (path, reason) for each such link."""
+    walker = _ImporterWalk(layout, inside, skipped)
     empty: list[str] = []
-    inside = sorted({os.path.abspath(p) for p in inside} | {os.path.realpath(p) for p in inside})
+    for entry in layout.importer_paths:
+        if not walker.entry(entry):
+            empty.append(entry)
+    return sorted(walker.found), empty
 
-    def is_inside(path: str) -> bool:
+
+class _ImporterWalk:
+    """One `importer_files` run: what it found, and where the tree ends."""
+
+    def __init__(self, layout: Layout, inside: list[str], skipped: list | None) -> None:
+        self.layout = layout
+        self.inside = sorted({os.path.abspath(p) for p in inside} | {os.path.realpath(p) for p in inside})
+        self.top = os.path.realpath(layout.base)
+        self.found: set[str] = set()
+        self.skipped = skipped if skipped is not None else []
+
+    def is_inside(self, path: str) -> bool:
         # realpath (a dozen system calls) only for a link: a walk does not follow directory links
         real = os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
-        return any(real == top or real.startswith(top + os.sep) for top in inside)
+        return any(real == top or real.startswith(top + os.sep) for top in self.inside)
 
-    def add(path: str) -> bool:
-        if path.endswith(".py") and os.path.isfile(path) and not is_inside(path) and not layout.excluded_by(path):
-            found.add(os.path.abspath(path))
-            return True
-        return False
+    def leaves_the_tree(self, path: str) -> bool:
+        """Whether `path` (a link, or reached through one) resolves outside the base; reported."""
+        real = os.path.realpath(path)
+        if real == self.top or real.startswith(self.top + os.sep):
+            return False
+        self.skipped.append((path, OUTSIDE))
+        return True
 
-    def walk(top: str) -> bool:
+    def add(self, path: str, matcher=None) -> bool:
+        if not path.endswith(".py") or not os.path.isfile(path) or self.is_inside(path):
+            return False
+        if self.layout.excluded_by(path) or (matcher is not None and not matcher.match(self.layout.rel(path) or "")):
+            return False
+        if os.path.islink(path) and self.leaves_the_tree(path):
+            return False
+        self.found.add(os.path.abspath(path))
+        return True
+
+    def walk(self, top: str, matcher=None) -> bool:
         any_file = False
         for directory, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith(".")
-                                 and not layout.excluded_by(os.path.join(directory, d))
-                                 and not is_inside(os.path.join(directory, d)))
+                                 and not self.layout.excluded_by(os.path.join(directory, d))
+                                 and not self.is_inside(os.path.join(directory, d)))
             for name in filenames:
-                any_file = add(os.path.join(directory, name)) or any_file
+                any_file = self.add(os.path.join(directory, name), matcher) or any_file
         return any_file
 
-    for entry in layout.importer_paths:
-        full = os.path.join(layout.base, entry)
+    def entry(self, entry: str) -> bool:
+        full = os.path.join(self.layout.base, entry)
+        matcher = None
         if _GLOB_CHARS.search(entry):
-            import glob  # (only for a pattern: most configs name directories)
-
-            matches = sorted(glob.glob(full, recursive=True))
-        else:
-            matches = [full]
-        hit = False
-        for path in matches:
-            if layout.excluded_by(path):
-                continue
-            if os.path.isdir(path) and not is_inside(path):
-                hit = walk(path) or hit
-            elif os.path.isfile(path):
-                hit = add(path) or hit
-        if not hit:
-            empty.append(entry)
-    return sorted(found), empty
+            matcher = compile_pattern(entry)
+            full = os.path.join(self.layout.base, *matcher.literal_prefix)
+        if self.layout.excluded_by(full) or not os.path.lexists(full):
+            return False
+        if self.leaves_the_tree(full):
+            return False
+        if os.path.isdir(full) and not self.is_inside(full):
+            return self.walk(full, matcher)
+        return os.path.isfile(full) and self.add(full, matcher)
 
 
 def importer_name(layout: Layout, path: str) -> str:
@@ -162,7 +152,9 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
     """A model of importer files: their references (only of the files that contain one of
     `words`), parse errors, and what could not be read (`discovery.skipped`); no graph."""
     from contracts.engine.discover import Discovery, SourceFile
+    from contracts.engine.files import TooLarge, read_regular
     from contracts.engine.model import Model
+    from contracts.engine.records import MAX_READ_BYTES
     from contracts.engine.scan import MAX_PARSE_BYTES, scan_source, searchable
     from contracts.engine.window import keep_hot_statements
 
@@ -176,10 +168,11 @@ def importer_model(files: list[str], src: str, layout: Layout, words: tuple[byte
             shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             disc.skipped.append((shown, "the name is not valid UTF-8"))
             continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-                st = os.fstat(fh.fileno())
+        try:  # bounded as every reader is: a link to /dev/zero, a 1 GiB file are not read
+            data, st = read_regular(os.path.realpath(path), limit=MAX_READ_BYTES)
+        except TooLarge:
+            disc.skipped.append((rel, f"over the {MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file"))
+            continue
         except OSError as e:
             disc.skipped.append((rel, f"cannot read: {e.strerror or e}"))
             continue

@@ -31,8 +31,10 @@ import warnings
 from dataclasses import dataclass, field
 
 from contracts.engine.discover import SourceFile, discover
+from contracts.engine.files import read_capped
+from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
-from contracts.engine.scan import decode_source
+from contracts.engine.scan import MAX_PARSE_BYTES, decode_source
 
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # Column 0 only: a module-level definition (the text index and the blocks agree on this).
@@ -260,10 +262,11 @@ def read_names(tree: ast.Module | None, module: str, is_package: bool) -> Module
 
 
 def read_text(path: str) -> str | None:
+    """The text of a module to parse, or None (unreadable, undecodable, or over the parse cap: a
+    tree named by `--before`/`--after`/`--verify-against` is bounded as the checked one is)."""
     try:
-        with open(path, "rb") as fh:
-            return decode_source(fh.read())
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
+        return decode_source(read_capped(path, MAX_PARSE_BYTES))
+    except (OSError, SyntaxError, ValueError, LookupError):
         return None
 
 
@@ -364,8 +367,7 @@ class TreeIndex:
             self._by_name = {}
             for m, f in self.files.items():
                 try:
-                    with open(f.path, "rb") as fh:
-                        data = fh.read()
+                    data = read_capped(f.path, MAX_READ_BYTES)
                 except OSError:
                     continue
                 for a, b in set(_NAME_RE.findall(data)):

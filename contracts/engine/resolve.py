@@ -62,30 +62,62 @@ def matches_after(pattern: re.Pattern, head: bytes, data: bytes):
             pos = m.start() + 1
 
 
+# id(data) -> (data, whether it holds a \r, the offset where a line starts, that line's
+# number, every line's start or None): where the last `line_holding` on that text stopped.
+# Lines asked in ascending order move the cursor forward; the first step back indexes every
+# line's start (at C speed), so each file is searched for \r and its newlines counted once,
+# not once per finding (10,000 imports in one file cost 2 s that way).
+_CURSORS: dict[int, tuple] = {}
+_MAX_CURSORS = 16
+_NEWLINE = re.compile(rb"\n")
+
+
+def _line_start(data: bytes, line: int) -> int | None:
+    """Where line `line` (1-based, split at \n) of `data` starts; None past the end, or when
+    `data` also breaks lines at \r."""
+    entry = _CURSORS.get(id(data))
+    if entry is None or entry[0] is not data:
+        entry = (data, b"\r" in data, 0, 1, None)
+    _, has_cr, offset, row, starts = entry
+    if has_cr:
+        return None
+    if starts is None and row > line:
+        starts = [0] + [m.end() for m in _NEWLINE.finditer(data)]
+    if starts is not None:
+        found = starts[line - 1] if line <= len(starts) else None
+        _remember(data, (data, has_cr, 0, 1, starts))
+        return found
+    while row < line:
+        offset = data.find(b"\n", offset) + 1
+        if not offset:
+            return None
+        row += 1
+    _remember(data, (data, has_cr, offset, row, None))
+    return offset
+
+
+def _remember(data: bytes, entry: tuple) -> None:
+    if len(_CURSORS) >= _MAX_CURSORS and id(data) not in _CURSORS:
+        _CURSORS.clear()
+    _CURSORS[id(data)] = entry
+
+
 def line_holding(data: bytes, line: int, text: str) -> int | None:
-    """Where line `line` (1-based) of `data` starts, found by `text`, a piece of that line (the
-    first line of a statement, as grimp reports it): the first occurrence of `text` that lies on
-    that line. None where it lies on no such line, `text` is blank, or the file also breaks lines
-    at \\r (then only the whole file's lines say which is which)."""
+    """Where line `line` (1-based) of `data` starts, when `text`, a piece of that line (the first
+    line of a statement, as grimp reports it), lies on it. None where it does not, `text` is
+    blank, or the file also breaks lines at \r (then only the whole file's lines say which is
+    which)."""
     try:
         needle = text.strip().encode("utf-8")
     except UnicodeEncodeError:
         return None
-    if not needle or b"\r" in data:
+    if not needle or line < 1:
         return None
-    row, counted = 1, 0  # the line `counted` lies on (counted forward only)
-    at = data.find(needle)
-    while at >= 0:
-        start = data.rfind(b"\n", 0, at) + 1
-        row += data.count(b"\n", counted, start)
-        counted = start
-        if row == line:
-            return start
-        if row > line:
-            return None
-        end = data.find(b"\n", at)
-        at = data.find(needle, end + 1) if end >= 0 else -1
-    return None
+    start = _line_start(data, line)
+    if start is None:
+        return None
+    end = data.find(b"\n", start)
+    return start if data.find(needle, start, end if end >= 0 else len(data)) >= 0 else None
 
 
 def physical_lines(data: bytes) -> list[str]:

@@ -10,6 +10,9 @@ one checked. Each may be given as
 - `name==version`: fetched with `pip download --no-deps` into a temporary directory, then
   unpacked as a wheel. Without network (or without that release) it is a usage error that says
   what pip said; pip's own settings apply (`PIP_INDEX_URL`, `PIP_FIND_LINKS`, `pip.conf`).
+  pip runs isolated (`python -I`: no working directory or script directory on `sys.path`, no
+  `PYTHON*` variables, no user site) in a fresh empty working directory, so a `pip/`,
+  `sitecustomize.py` or `usercustomize.py` committed in the checked tree is never seen.
 
 Nothing is ever imported or installed. Temporary directories are removed at exit.
 """
@@ -32,6 +35,11 @@ _SOURCE_SUFFIXES = (".py", ".pyi")
 _EXTENSION_SUFFIXES = (".so", ".pyd")  # unpacked empty: only their existence is ever read
 PIP_TIMEOUT_S = 300  # a large wheel on a slow link; a hung pip is stopped, not waited on forever
 _MAX_MEMBER_BYTES = 64 * 1024 * 1024  # no real source file is this large: a zip bomb is refused
+# The whole unpacked tree is bounded too, or a few MB of wheel (many members, each under the
+# member cap) fill the temporary directory. torch 2.x, the largest wheel this tool is pointed at,
+# unpacks to about 15,000 source files and 60 MB of them (extension modules are empty files).
+MAX_WHEEL_BYTES = 512 * 1024 * 1024
+MAX_WHEEL_MEMBERS = 200_000
 
 _temp_dirs: list[str] = []
 
@@ -68,18 +76,43 @@ def open_tree(spec: str, option: str) -> str:
     raise UsageError(f"{option} {spec}: no such directory or file, and not a `name==version` to download")
 
 
+def _members(z: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    """The members of a wheel that are unpacked: source files and extension modules, none that
+    climbs out (`../x.py`, `/etc/x.py`: not part of the package)."""
+    out = []
+    for info in z.infolist():
+        name = info.filename
+        if info.is_dir() or not name.endswith(_SOURCE_SUFFIXES + _EXTENSION_SUFFIXES):
+            continue
+        parts = name.split("/")
+        if name.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in name:
+            continue
+        out.append(info)
+    return out
+
+
+def _check_bounds(path: str, option: str, members: list[zipfile.ZipInfo]) -> None:
+    """Refuse a wheel whose members, or their total size, exceed the bounds -- before a byte is
+    written. (zipfile never yields more than a member's declared size, so the sum is exact.)"""
+    if len(members) > MAX_WHEEL_MEMBERS:
+        raise UsageError(f"{option} {path}: {len(members)} files to unpack, over the limit of "
+                         f"{MAX_WHEEL_MEMBERS}; not unpacked")
+    total = sum(i.file_size for i in members
+                if i.filename.endswith(_SOURCE_SUFFIXES) and i.file_size <= _MAX_MEMBER_BYTES)
+    if total > MAX_WHEEL_BYTES:
+        raise UsageError(f"{option} {path}: {total} bytes of source to unpack, over the limit of "
+                         f"{MAX_WHEEL_BYTES} bytes; not unpacked")
+
+
 def unpack_wheel(path: str, option: str) -> str:
     out = _temp_dir("wheel")
     try:
         with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
+            members = _members(z)
+            _check_bounds(path, option, members)
+            for info in members:
                 name = info.filename
-                if info.is_dir() or not name.endswith(_SOURCE_SUFFIXES + _EXTENSION_SUFFIXES):
-                    continue
                 parts = name.split("/")
-                # A member that climbs out (`../x.py`, `/etc/x.py`) is not part of the package.
-                if name.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in name:
-                    continue
                 target = os.path.join(out, *parts)
                 if name.endswith(_EXTENSION_SUFFIXES):
                     os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -98,11 +131,12 @@ def unpack_wheel(path: str, option: str) -> str:
 def download(requirement: str, option: str) -> str:
     """`pip download --no-deps REQUIREMENT` into a temporary directory; the wheel's path."""
     out = _temp_dir("download")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+    cmd = [sys.executable, "-I", "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
            "--disable-pip-version-check", "-q", "-d", out, requirement]
     try:
+        # The working directory is an empty one of our own: never the checked tree.
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, cwd=_temp_dir("pip-cwd"))
     except (OSError, subprocess.TimeoutExpired) as e:
         raise UsageError(f"{option} {requirement}: `pip download` did not finish ({e}); pass a "
                          f"directory or a wheel file instead") from None

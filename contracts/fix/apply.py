@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import io
 import os
 import stat
@@ -12,7 +11,9 @@ from dataclasses import dataclass, field
 
 from contracts.config_source import shown as printable
 from contracts.engine.files import atomic_write
+from contracts.engine.scan import decode_declared
 from contracts.findings import Finding, shown_path
+from contracts.fix.linediff import opcodes, unified_diff
 from contracts.fix.rewrite import NameTargets
 from contracts.fix.source import fix_source
 from contracts.fix.syntax import LINE_RE
@@ -169,9 +170,8 @@ def line_edits(old: bytes, new: bytes) -> list[tuple[int, int, str]]:
     """The changed line ranges of a rewrite: (first line, line after the last, new text), with
     1-based line numbers of `old` (what SARIF's `fixes` and editors apply)."""
     old_lines, new_lines = LINE_RE.findall(_decode(old)), LINE_RE.findall(_decode(new))
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     return [(i1 + 1, i2 + 1, "".join(new_lines[j1:j2]))
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+            for tag, i1, i2, j1, j2 in opcodes(old_lines, new_lines) if tag != "equal"]
 
 
 def _one_line(name: str) -> str:
@@ -184,7 +184,7 @@ def _diff(rel: str, old: bytes, new: bytes) -> str:
     old_text, new_text = _decode(old), _decode(new)
     rel = _one_line(rel)
     old_name, new_name = (rel, rel) if os.path.isabs(rel) else (f"a/{rel}", f"b/{rel}")
-    lines = difflib.unified_diff(LINE_RE.findall(old_text), LINE_RE.findall(new_text), old_name, new_name)
+    lines = unified_diff(LINE_RE.findall(old_text), LINE_RE.findall(new_text), old_name, new_name)
     text = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
                    for line in lines)
     return text
@@ -192,4 +192,4 @@ def _diff(rel: str, old: bytes, new: bytes) -> str:
 
 def _decode(data: bytes) -> str:
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
+    return decode_declared(data, encoding)

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ExpressionContextProvider, MetadataWrapper, PositionProvider
 
+from contracts.engine.scan import decode_declared
 from contracts.findings import Finding
 from contracts.fix.bare import Survey, bare_import_verdicts, bindings
+from contracts.fix.linediff import opcodes
 from contracts.fix.pieces import bare_keys, statement_ranges
 from contracts.fix.rewrite import NameTargets, Rewriter
 from contracts.fix.syntax import LINE_RE, Key, Positions
@@ -60,10 +62,7 @@ def _changed_outside(old: list[str], new: list[str], words, imports: set[int]) -
     """The first line (1-based) of `old` the rewrite changes or removes although it is no import
     statement's and holds none of `words` (the removed prefixes' last parts), or None: every
     change is a reference's."""
-    import difflib
-
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
+    for tag, i1, i2, _, _ in opcodes(old, new):
         if tag == "equal":
             continue
         if i1 == i2:
@@ -134,13 +133,13 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
 
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        text = data.decode(encoding)
+        text = decode_declared(data, encoding)
         if text.encode(encoding) != data:
             return refuse_all(f"the file does not survive decoding as {encoding}; left unchanged")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text.lstrip("\ufeff"))
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as e:
+    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError) as e:  # UnicodeError is a ValueError
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return refuse_all(f"the file cannot be parsed ({first}); left unchanged")
     lines = LINE_RE.findall(text)

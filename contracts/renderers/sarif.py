@@ -2,13 +2,14 @@
 
 One run; `tool.driver` names this tool, its version and every rule (descriptions from the rule
 modules' docstrings); each result has `ruleId`, `ruleIndex`, `level`, `message`, one location
-(`artifactLocation.uri` relative to the repository root, under `uriBaseId` `%SRCROOT%`, and a
-`region`), and `fixes` when `--fix` would repair it (the lines it would write).
+(`artifactLocation.uri` relative to the repository root, percent-encoded, under `uriBaseId`
+`%SRCROOT%`, and a `region`), and `fixes` when `--fix` would repair it (the lines it would write).
 """
 
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from contracts.renderers import Report
 from contracts.renderers._common import repo_path, use_text
@@ -29,13 +30,22 @@ def _rule(doc) -> dict:
     }
 
 
+def _location(path: str) -> dict:
+    """An `artifactLocation`: a URI, so `#`, `?`, `%`, a space (any byte but letters, digits,
+    `-._~` and `/`) is percent-encoded -- a file `a#b.py` is not the fragment `b.py` of `a`. A path
+    outside the repository root is an absolute `file:` URI, with no base."""
+    if path.startswith("/"):
+        return {"uri": "file://" + quote(path, safe="/")}
+    return {"uri": quote(path, safe="/"), "uriBaseId": "%SRCROOT%"}
+
+
 def render(report: Report) -> str:
     ids = sorted(set(report.rules) | {f.rule for f in report.findings})
     index = {rule: i for i, rule in enumerate(ids)}
     rules = [_rule(report.rules[r]) if r in report.rules else {"id": r, "name": r} for r in ids]
     results = []
     for f in report.findings:
-        location = {"uri": repo_path(report, f), "uriBaseId": "%SRCROOT%"}
+        location = _location(repo_path(report, f))
         result = {
             "ruleId": f.rule,
             "ruleIndex": index[f.rule],

@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
+from contracts.engine.files import read_capped
+from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
 from contracts.findings import Finding
 
@@ -84,8 +86,7 @@ class _Analysis:
                 data = texts.get(f.rel)
                 if data is None:
                     try:
-                        with open(f.path, "rb") as fh:
-                            data = texts[f.rel] = fh.read()
+                        data = texts[f.rel] = read_capped(f.path, MAX_READ_BYTES)
                     except OSError:
                         continue  # `not-scanned` reports it
                 found, doubt = reader.read(data)
@@ -131,9 +132,8 @@ class _Analysis:
     def _text(self, f) -> bytes:
         """`f`'s content: read by this run already, or (a worker read it) read again."""
         data = self.model.texts.get(f.rel)
-        if data is None:
-            with open(f.path, "rb") as fh:
-                data = self.model.texts[f.rel] = fh.read()
+        if data is None:  # (read once already, within the cap: an error now is the tree changing)
+            data = self.model.texts[f.rel] = read_capped(f.path, MAX_READ_BYTES)
         return data
 
     def _suspect_lines(self, f, stmts) -> list[int]:

@@ -276,9 +276,11 @@ def test_control_characters_in_paths_cannot_forge_lines_in_any_format(tree, fmt)
         assert not any(line.startswith("pkg/srt/fake.py") for line in out.splitlines())
     if fmt == "junit":
         ET.fromstring(out)  # XML 1.0 cannot hold ESC or CR raw: escaped, so it parses
-    if fmt in ("json", "sarif", "gitlab"):
+    if fmt in ("json", "gitlab"):
         text = json.dumps(json.loads(out))
         assert "evil\\npkg" in text  # JSON keeps the real name, escaped by JSON itself
+    if fmt == "sarif":  # a URI: the name percent-encoded (issue 35)
+        assert "evil%0Apkg" in json.dumps(json.loads(out))
 
 
 def test_control_characters_in_paths_are_escaped_in_the_fix_notes(tree):
