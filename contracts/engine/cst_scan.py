@@ -245,11 +245,12 @@ class _Walker:
         inner_guard = False if function else outer_guard or self._guards(stmt)
         for child in self._header_parts(stmt):
             self.expressions(child, lazy, tc)
-        self.guarded = inner_guard
-        try:
-            self.statements(_block(stmt.body), inner_lazy, inner_tc)
-        finally:
-            self.guarded = outer_guard
+        if not isinstance(stmt, cst.Match):  # (its blocks are its cases')
+            self.guarded = inner_guard
+            try:
+                self.statements(_block(stmt.body), inner_lazy, inner_tc)
+            finally:
+                self.guarded = outer_guard
         for handler in getattr(stmt, "handlers", ()):
             if handler.type is not None:
                 self.expressions(handler.type, lazy, tc)
