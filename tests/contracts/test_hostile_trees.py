@@ -314,13 +314,13 @@ def test_a_file_name_that_is_not_utf8_is_reported_with_its_bytes(tmp_path):
     assert rule == "not-scanned" and "not valid UTF-8" in message
 
 
-def test_a_directory_named_like_a_module_is_reported_not_walked(tmp_path):
-    # `odd.py/inner.py` would be module `pkg.srt.odd.py.inner`, which no import reaches (issue 13:
-    # a dotted directory is `not-scanned`; grimp's scanner panicked on such names).
+def test_a_directory_named_like_a_module_is_read_as_scripts(tmp_path):
+    # `odd.py/inner.py` would be module `pkg.srt.odd.py.inner`, which no import reaches: a
+    # script, whose imports are checked (grimp's scanner, handed such names, panicked).
     run = lint(make_tree(tmp_path, {"pkg/srt/odd.py/inner.py": "import pkg.jit_kernel.hicache\n"}))
     assert_rest_checked(run)
-    assert [rule for _, rule, _ in run.at("pkg/srt/odd.py")] == ["not-scanned"]
-    assert run.at("pkg/srt/odd.py/inner.py") == []
+    assert run.at("pkg/srt/odd.py") == []
+    assert [rule for _, rule, _ in run.at("pkg/srt/odd.py/inner.py")] == ["removed-module"]
 
 
 # --------------------------------------------------------------------------- symlinks
