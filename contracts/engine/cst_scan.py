@@ -405,3 +405,57 @@ def _plain_string(node) -> bool:
     """A `str` literal that `ast` reads as a constant (no f-string or t-string piece)."""
     pieces = _pieces(node) if isinstance(node, cst.ConcatenatedString) else [node]
     return all(isinstance(p, cst.SimpleString) for p in pieces) and _string_value(node) is not None
+
+
+# ---------------------------------------------------------------------- what a module binds
+
+def older_ast(text: str | bytes) -> ast.Module | None:
+    """`text` (which this interpreter's `ast` rejects) as an `ast.Module` of the same bindings,
+    or None where LibCST rejects it too: its newer forms rewritten in older syntax (`type X = v`
+    as `X = v`, `lazy import a` as `import a`, type parameters dropped, `except*` as `except`,
+    `except A, B:` parenthesized, f-strings and t-strings as empty strings). Positions are not
+    kept: for what a module defines (`bindings.py`, `index.py`), never for references."""
+    try:
+        source = text if isinstance(text, str) else ast_scan.decode_source(text)
+        older = parse(source).visit(_Older()).code
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(older)
+    except Exception:  # noqa: BLE001 - no parser reads it (or the rewrite does not): unknown
+        return None
+
+
+class _Older(cst.CSTTransformer):
+    """Newer statement forms as older ones that bind the same names."""
+
+    def leave_TypeAlias(self, original, updated):
+        return cst.Assign(targets=[cst.AssignTarget(target=updated.name)], value=updated.value)
+
+    def leave_LazyImport(self, original, updated):
+        return cst.Import(names=updated.names)
+
+    def leave_LazyImportFrom(self, original, updated):
+        return cst.ImportFrom(module=updated.module, names=updated.names, relative=updated.relative,
+                              lpar=updated.lpar, rpar=updated.rpar)
+
+    def leave_FunctionDef(self, original, updated):
+        return updated.with_changes(type_parameters=None)
+
+    def leave_ClassDef(self, original, updated):
+        return updated.with_changes(type_parameters=None)
+
+    def leave_TryStar(self, original, updated):
+        return cst.Try(body=updated.body, handlers=[cst.ExceptHandler(body=h.body, type=h.type, name=h.name)
+                                                   for h in updated.handlers],
+                       orelse=updated.orelse, finalbody=updated.finalbody)
+
+    def leave_ExceptHandler(self, original, updated):
+        if isinstance(updated.type, cst.Tuple) and not updated.type.lpar:
+            return updated.with_changes(type=updated.type.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        return updated
+
+    def leave_FormattedString(self, original, updated):
+        return cst.SimpleString('""')
+
+    def leave_TemplatedString(self, original, updated):
+        return cst.SimpleString('""')

@@ -248,6 +248,17 @@ def other_syntax_may_read(exc: BaseException) -> bool:
     return isinstance(exc, SyntaxError) and not _LIMIT_RE.search(str(exc.msg))
 
 
+def older_syntax_ast(text: str | bytes, exc: BaseException) -> ast.Module | None:
+    """For what a module binds (`bindings.py`, `index.py`): the module `ast` rejected with `exc`,
+    as this Python's `ast` of the same names (`cst_scan.older_ast`) where it is a newer Python's
+    syntax, so every interpreter sees the same names; None where no parser reads it."""
+    if not other_syntax_may_read(exc):
+        return None
+    from contracts.engine.cst_scan import older_ast  # (LibCST: imported only for such a file)
+
+    return older_ast(text)
+
+
 def _other_syntax(data: bytes, text: str | None, exc: BaseException, module: str, is_package: bool,
                   hot: list[int] | None) -> FileScan:
     """A file this interpreter's `ast` rejected (`exc`): read with a parser that knows every

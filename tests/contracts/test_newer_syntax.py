@@ -9,6 +9,7 @@ whichever one runs it (3.10-3.13 on CI), and the CLI runs in a subprocess of `sy
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 
@@ -173,3 +174,28 @@ def test_the_text_passes_read_lazy_imports():
         b"lazy from .gone import x\nlazy from pkg.base import gone\nlazy from pkg.base import kept\n",
         "pkg.base.mod", False)
     assert hot == [1, 2]
+
+
+def test_what_a_module_of_newer_syntax_binds_is_known_on_every_python(tmp_path):
+    # `absent` is spelled in the module (in a string), so only its parse can say it is not bound.
+    files = {"pkg/__init__.py": "",
+             "pkg/b.py": ('type Vec = list[float]\nlazy from os import sep\ndef f[T](x: T) -> T:\n    return x\n'
+                          'note = f"{ {"k": "absent"}["k"]}"\n'),
+             "pkg/a.py": "from pkg.b import Vec, sep, f, note, absent\n"}
+    root = write_tree(tmp_path, files, config=None)
+    proc = run_cli(["--src", str(root), "--root-package", "pkg", "--no-cache", "--format", "json"], cwd=root)
+    got = [(f["rule"], f["message"].split(" (")[0]) for f in json.loads(proc.stdout)["findings"]]
+    assert got == [("missing-name", "`pkg.b` has no name `absent`")], proc.stdout + proc.stderr
+
+
+def test_older_ast_keeps_the_names_a_newer_form_binds():
+    tree = cst_scan.older_ast("type V[T] = list[T]\nlazy import a.b\nlazy from c import d as e\n"
+                              "class C[T]: pass\ntry:\n    pass\nexcept* E as eg:\n    pass\n"
+                              "try:\n    pass\nexcept A, B:\n    pass\ns = t'{x}'\n")
+    assert tree is not None
+    bound = sorted({t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets}
+                   | {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+                   | {a.asname or a.name for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                      for a in n.names})
+    assert bound == ["C", "V", "a.b", "e", "s"]
+    assert cst_scan.older_ast("def f(:\n    pass\n") is None
