@@ -46,10 +46,11 @@ def parse(text: str) -> cst.Module:
     return cst.parse_module(text, config=cst.PartialParserConfig(python_version=PYTHON_VERSION))
 
 
-def scan_module(text: str, module: str, is_package: bool, hot: list[int] | None) -> ast_scan.FileScan:
-    """The references of `text` (a whole file, decoded), as `scan.scan_source` reports them.
-    Raises what LibCST's parser raises when it rejects the text too."""
-    tree = parse(text)
+def scan_module(text: str, module: str, is_package: bool, hot: list[int] | None,
+                tree: cst.Module | None = None) -> ast_scan.FileScan:
+    """The references of `text` (a whole file, decoded; `tree`: its parse, where made), as
+    `scan.scan_source` reports them. Raises what LibCST's parser raises when it rejects the text."""
+    tree = parse(text) if tree is None else tree
     positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
     walker = _Walker(module, is_package, hot, positions, text.splitlines())
     walker.statements(_flatten(tree.body), lazy=False, tc=False)
