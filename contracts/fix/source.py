@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ExpressionContextProvider, MetadataWrapper, PositionProvider
 
-from contracts.engine.scan import other_syntax_may_read
 from contracts.findings import Finding
 from contracts.fix.bare import Survey, bare_import_verdicts, bindings
 from contracts.fix.pieces import bare_keys, statement_ranges
@@ -66,35 +65,24 @@ _NEWER_BARE = (f"a bare `import` in a file with syntax newer than Python {sys.ve
                f"--fix under a newer Python")
 
 
-def _parsed(data: bytes) -> tuple[str | None, str, ast.Module | None | bool]:
-    """(encoding, text, its `ast`): the `ast` None where only LibCST reads the text (newer syntax
-    than this Python's, `_newer_syntax`); (None, why not, False) where nothing may be rewritten."""
-    text = None
+def _newer_syntax(data: bytes, exc: BaseException) -> tuple[str, str] | None:
+    """(encoding, text) of a file this interpreter's `ast` rejected with `exc` where LibCST's
+    parser, which knows every Python version's syntax, reads it (a PEP 701 f-string on 3.11, a
+    t-string, `lazy import`); None where nothing may be rewritten."""
+    from contracts.engine.cst_scan import parse  # (LibCST's whole-file parse: only for such a file)
+    from contracts.engine.scan import other_syntax_may_read
+
+    if not other_syntax_may_read(exc):
+        return None
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
         if text.encode(encoding) != data:
-            return None, f"the file does not survive decoding as {encoding}; left unchanged", False
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return encoding, text, ast.parse(text.lstrip("\ufeff"))
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as e:
-        if other_syntax_may_read(e) and text is not None and _newer_syntax(text):
-            return encoding, text, None
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return None, f"the file cannot be parsed ({first}); left unchanged", False
-
-
-def _newer_syntax(text: str) -> bool:
-    """Does LibCST's parser, which knows every Python version's syntax, read what this
-    interpreter's `ast` rejected (a PEP 701 f-string on 3.11, a t-string, `lazy import`)?"""
-    from contracts.engine.cst_scan import parse
-
-    try:
+            return None
         parse(text.lstrip("\ufeff"))
     except Exception:  # noqa: BLE001 - no parser reads it: the file is left alone
-        return False
-    return True
+        return None
+    return encoding, text
 
 
 def _cst_import_lines(text: str) -> set[int] | None:
@@ -213,9 +201,20 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
         result.unfixable.extend((f, reason) for f in fixable.values())
         return result
 
-    encoding, text, tree = _parsed(data)
-    if tree is False:
-        return refuse_all(text)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+        if text.encode(encoding) != data:
+            return refuse_all(f"the file does not survive decoding as {encoding}; left unchanged")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.lstrip("\ufeff"))
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        newer = _newer_syntax(data, e)
+        if newer is None:
+            return refuse_all(f"the file cannot be parsed ({first}); left unchanged")
+        (encoding, text), tree = newer, None  # only LibCST reads it: rewritten whole, checked below
     lines = LINE_RE.findall(text)
     # A file only LibCST reads (newer syntax than this Python's, `_newer_syntax`) goes to it whole.
     whole = tree is not None and bare_keys(tree, fixable)
