@@ -515,26 +515,7 @@ def named_file_notices(config: Config, src: str, paths: list[str] | None) -> lis
                            f"in {config_source_display(config)}")
         elif not p.endswith(".py"):
             notices.append(f"{shown}: not checked: not a `.py` file, so no rule applies to it")
-        else:
-            bad = _unwalked_directory(config, src, os.path.abspath(p))
-            if bad:
-                notices.append(f"{shown}: not checked: it is under `{shown_path(bad, src)}`, a directory "
-                               f"name with a dot, which Python cannot import from and the walk does not "
-                               f"enter (see its `not-scanned` finding)")
     return notices
-
-
-def _unwalked_directory(config: Config, src: str, path: str) -> str | None:
-    """The directory between a root package and `path` whose name has a dot (the walk reports
-    it `not-scanned` and does not enter it: see `engine/discover.py`), or None."""
-    rel = os.path.relpath(path, src).replace(os.sep, "/")
-    parts = rel.split("/")
-    if rel.startswith("../") or parts[0] not in config.root_packages:
-        return None
-    for i, part in enumerate(parts[1:-1], 1):
-        if "." in part:
-            return "/".join(parts[:i + 1])
-    return None
 
 
 def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> Result:

@@ -153,8 +153,10 @@ def _parse(data: bytes) -> ast.Module | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        from contracts.engine.scan import older_syntax_ast
+
+        return older_syntax_ast(data, e)  # (a newer Python's syntax: the same names on every interpreter)
 
 
 def _occurrences(text: bytes, word: bytes):

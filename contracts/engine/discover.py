@@ -159,15 +159,11 @@ class _Walker:
     def _is_inside(self, target: str) -> bool:
         return any(target == top or target.startswith(top + os.sep) for top in self.inside)
 
+    importers = False  # walking a directory no import can name (`walk_importers`)
+
     def walk(self, directory: str, parts: list[str], depth: int) -> None:
-        if depth and "." in parts[-1]:
-            # `a.b/x.py` would be module `a.b.x`, which is `a/b/x.py`: no import reaches it (and
-            # grimp's scanner, handed such a name, panics). Reported when it holds Python files.
-            self.result.unwalked.append(directory)  # (the cache's stamp walks it: `stamp._tree_state`)
-            if _holds_py(directory):
-                self.result.skipped.append((self.rel(directory), "a directory name with a dot cannot be a "
-                                            "package: Python cannot import the `.py` files in it (rename it, "
-                                            "or exclude it)"))
+        if depth and "." in parts[-1] and not self.importers:
+            self.walk_importers(directory, parts, depth)
             return
         if depth > MAX_DEPTH:
             self.skip(directory, f"nested deeper than {MAX_DEPTH} directories; not walked")
@@ -219,6 +215,24 @@ class _Walker:
             else:
                 files.append(SourceFile(entry.path, rel_dir + name, f"{prefix}.{name[:-3]}", False, st.st_mtime_ns,
                                         st.st_size, st.st_ctime_ns))
+
+    def walk_importers(self, directory: str, parts: list[str], depth: int) -> None:
+        """A directory with a dot in its name (`.agents/`, `v1.2/`): `a.b/x.py` would be module
+        `a.b.x`, which is `a/b/x.py`, so no import reaches its files; they are scripts (an agent's
+        skills, a tool's helpers) that import the package, read as `importer_paths` files are:
+        each a `SourceFile` named by its path (`importers.importer_name`), never a module of the
+        graph (grimp's scanner, handed such a name, panicked). The walk's bounds hold as for
+        any directory; the directories below it are no packages."""
+        files, modules = len(self.result.files), set(self.result.other_modules)
+        self.importers = True
+        try:
+            self.walk(directory, parts, depth)
+        finally:
+            self.importers = False
+        for name in set(self.result.other_modules) - modules:
+            del self.result.other_modules[name]
+        self.result.files[files:] = [
+            SourceFile(f.path, f.rel, f.rel, False, f.mtime_ns, f.size, f.ctime_ns) for f in self.result.files[files:]]
 
     layout = None
 
@@ -283,6 +297,8 @@ class _Walker:
             return  # a link to a data file: nothing to scan
         if not self._is_inside(os.path.realpath(entry.path)):
             self.skip(entry.path, "symlink to outside the tree; not followed")
+        elif is_dir and self.importers:  # (walked after every real directory: as modules, not scripts)
+            self.skip(entry.path, "symlink to a directory, inside a directory no import can name; not followed")
         elif is_dir:
             self.links.append((entry.path, parts + [entry.name], depth + 1))
         else:
@@ -308,16 +324,6 @@ class _Walker:
                 self.walk(path, parts, depth)
             else:
                 self.skip(path, f"symlink to `{first}`, scanned there; not scanned again under this name")
-
-
-def _holds_py(directory: str) -> bool:
-    """Whether any `.py` file lies under `directory` (links not followed, depth bounded)."""
-    for depth, (_, _dirs, filenames) in enumerate(os.walk(directory)):
-        if any(name.endswith(".py") for name in filenames):
-            return True
-        if depth > 10_000:
-            return True  # too large to be sure: report it
-    return False
 
 
 def _drop_shadowed(result: Discovery) -> None:

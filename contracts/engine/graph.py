@@ -446,11 +446,16 @@ def edges_from_refs(refs, known, data: bytes | None = None) -> list[tuple]:
     return sorted(out)
 
 
-# `from <module> import <names>` at the start of a line: what nearly every import is. Anything
+# `from <module> import <names>` at the start of a line: what nearly every import is (`lazy`,
+# PEP 810's soft keyword, may come first). Anything
 # else (a statement after `;` or `:`, a backslash continuation) goes to the exact ast path.
-_FROM_HEAD = re.compile(r"\s*from\s*[.\w]+\s*import\b\s*(.*)$", re.S)
+_FROM_HEAD = re.compile(r"\s*(?:lazy\s+)?from\s*[.\w]+\s*import\b\s*(.*)$", re.S)
 _NAME_ITEM = re.compile(r"(\*|\w+)(?:\s+as\s+\w+)?")
-_PLAIN_IMPORT = re.compile(r"\s*import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*\s*(?:#.*)?$", re.S)
+_PLAIN_IMPORT = re.compile(r"\s*(?:lazy\s+)?import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*\s*(?:#.*)?$", re.S)
+
+
+# PEP 810's `lazy` before a statement: dropped before `ast` (older than 3.15) reads its names.
+_LAZY_KEYWORD = re.compile(r"\Alazy[ \t\f]+(?=from\b|import\b)")
 
 
 def is_plain_import(line: str) -> bool:
@@ -510,7 +515,7 @@ def statement_names(lines: list[str], line: int) -> tuple[str, ...] | None:
     import textwrap
 
     for end in range(line, min(len(lines), line - 1 + MAX_STATEMENT_LINES) + 1):
-        chunk = textwrap.dedent("\n".join(lines[line - 1:end]))
+        chunk = _LAZY_KEYWORD.sub("", textwrap.dedent("\n".join(lines[line - 1:end])), count=1)
         try:
             tree = ast.parse(chunk)
         except SyntaxError:

@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from contracts.engine.scan import declared_encoding, searchable
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
-# A statement head on its own line: `from <dots><module> import <rest>` or `import <rest>`.
-_HEAD = re.compile(rb"[ \t\f]*(?:from(?=[ \t\f.])[ \t\f]*(\.*)[ \t\f]*([A-Za-z_][\w.]*)?[ \t\f]*import(?![\w])(.*)"
+# A statement head on its own line: `from <dots><module> import <rest>` or `import <rest>`, either
+# after PEP 810's soft keyword `lazy` (`lazy import a.b`, `lazy from a import b`; Python 3.15).
+_HEAD = re.compile(rb"[ \t\f]*(?:lazy[ \t\f]+)?(?:from(?=[ \t\f.])[ \t\f]*(\.*)[ \t\f]*([A-Za-z_][\w.]*)?[ \t\f]*import(?![\w])(.*)"
                    rb"|import(?![\w])(.*))\Z", re.S)
 # The text before a keyword that may start a statement there: after `;`, or after a `:` that
 # ends a compound header (`if TYPE_CHECKING: import x`, `try: from a import b`).
-_AFTER_SEPARATOR = re.compile(rb"[;:][ \t\f]*(?:from[ \t\f]+[.\w \t\f]*)?\Z")
+_AFTER_SEPARATOR = re.compile(rb"[;:][ \t\f]*(?:lazy[ \t\f]+)?(?:from[ \t\f]+[.\w \t\f]*)?\Z")
 _IDENT = re.compile(rb"[A-Za-z_]\w*\Z")
 _DOTTED = re.compile(rb"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 _LITERAL = re.compile(rb"""(["'])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?)\1""")
@@ -135,7 +136,7 @@ class StatementReader:
         "more" when it continues on the next lines."""
         head = text[:at]
         m = _HEAD.match(text)
-        if m is None or (head.strip(b" \t\f") and m.group(3) is None):
+        if m is None or (head.strip(b" \t\f") not in (b"", b"lazy") and m.group(3) is None):
             if m is None and _AFTER_SEPARATOR.search(head):
                 return UNSURE
             return False

@@ -277,8 +277,10 @@ def parse_text(text: str | None) -> ast.Module | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        from contracts.engine.scan import older_syntax_ast
+
+        return older_syntax_ast(text, e)  # (a newer Python's syntax: the same names on every interpreter)
 
 
 # --------------------------------------------------------------------------- a tree

@@ -313,8 +313,10 @@ def _line_start(data: bytes, offset: int) -> int:
 
 def _starts_statement(head: str) -> bool:
     """Can a statement start after `head`, the text before it on its line? At the start (blanks
-    only), or after `;` or a compound statement's `:`."""
+    only), or after `;` or a compound statement's `:`; PEP 810's `lazy` keyword may come between."""
     head = head.rstrip(" \t\f")
+    if head.endswith("lazy") and (len(head) == 4 or head[-5] in " \t\f;:"):
+        head = head[:-4].rstrip(" \t\f")
     return not head or head[-1] in ":;"
 
 

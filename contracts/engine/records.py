@@ -118,7 +118,7 @@ class ScanPlan(Record, frozen=True):
 def ref_tuple(r) -> tuple:
     """An `ImportRef` as the plain tuple a record keeps."""
     return (r.line, r.col, r.end_line, r.kind, r.imported, r.name, r.asname, r.level, r.lazy,
-            r.type_checking, r.attr, r.guarded)
+            r.type_checking, r.attr, r.guarded, r.lazy_keyword)
 
 
 def cache_key(src: str, plan: ScanPlan) -> str:

@@ -51,13 +51,23 @@ class ImportRef(Record, frozen=True):
     # Inside a `try:` whose handlers catch ImportError (or anything broader), or a
     # `with suppress(ImportError):`: optional by intent. A function body resets it (it runs later).
     guarded: bool
+    # Written `lazy import ...` / `lazy from ... import ...` (PEP 810, Python 3.15): a module-level
+    # import whose module is loaded when a name it binds is first used. (`lazy` above is an
+    # import inside a function.)
+    lazy_keyword: bool
 
     def __init__(self, line: int, col: int, end_line: int, kind: str, imported: str, name: str | None = None,
                  asname: str | None = None, level: int = 0, lazy: bool = False, type_checking: bool = False,
-                 attr: str | None = None, guarded: bool = False) -> None:
+                 attr: str | None = None, guarded: bool = False, lazy_keyword: bool = False) -> None:
         self.__dict__.update(line=line, col=col, end_line=end_line, kind=kind, imported=imported, name=name,
                              asname=asname, level=level, lazy=lazy, type_checking=type_checking, attr=attr,
-                             guarded=guarded)
+                             guarded=guarded, lazy_keyword=lazy_keyword)
+
+    @property
+    def context(self) -> str:
+        """How the import is written, for messages: "lazy import (PEP 810)" or "lazy import" (in
+        a function) or "import"."""
+        return "lazy import (PEP 810)" if self.lazy_keyword else "lazy import" if self.lazy else "import"
 
 
 class FileScan(Record):
@@ -226,13 +236,16 @@ def scan_source(data: bytes, module: str, is_package: bool, words: tuple[bytes, 
         return FileScan([], error=(
             f"{len(data) / 2**20:.1f} MiB, over the {MAX_PARSE_BYTES // 2**20} MiB this tool parses "
             f"(parsing takes ~120 bytes of memory per byte); split or exclude the file"))
+    text = None
     try:
         text = decode_source(data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
             tree = ast.parse(text)
     except Exception as e:  # noqa: BLE001 - one bad file is a finding, never a crash of the run
-        return FileScan([], error=error_reason(data, e))
+        if hot is None and words is not None:
+            hot = hot_lines(searchable(data), words)
+        return _other_syntax(data, text, e, module, is_package, hot)
     if hot is None and words is not None:
         hot = hot_lines(searchable(data), words)
     scanner = _Scanner(module, is_package, hot)
@@ -244,6 +257,60 @@ def scan_source(data: bytes, module: str, is_package: bool, words: tuple[bytes, 
     return FileScan(scanner.refs, unresolved=scanner.unresolved or None)
 
 
+# A limit of CPython's, not a syntax of another version (`too many nested parentheses`, at 200
+# levels in every version): the file cannot be imported by any Python, whatever LibCST reads.
+_LIMIT_RE = re.compile(r"too many|too complex|too deeply|too long")
+
+
+def other_syntax_may_read(exc: BaseException) -> bool:
+    """May a parser of another Python version's syntax read what `ast` rejected with `exc`? Not
+    past a limit of CPython's, nor what is no syntax error."""
+    return isinstance(exc, SyntaxError) and not _LIMIT_RE.search(str(exc.msg))
+
+
+def older_syntax_ast(text: str | bytes, exc: BaseException) -> ast.Module | None:
+    """For what a module binds (`bindings.py`, `index.py`): the module `ast` rejected with `exc`,
+    as this Python's `ast` of the same names (`cst_scan.older_ast`) where it is a newer Python's
+    syntax, so every interpreter sees the same names; None where no parser reads it."""
+    if not other_syntax_may_read(exc):
+        return None
+    from contracts.engine.cst_scan import older_ast  # (LibCST: imported only for such a file)
+
+    return older_ast(text)
+
+
+def _other_syntax(data: bytes, text: str | None, exc: BaseException, module: str, is_package: bool,
+                  hot: list[int] | None) -> FileScan:
+    """A file this interpreter's `ast` rejected (`exc`): read with a parser that knows every
+    Python version's syntax (`cst_scan`), so that a newer form (a PEP 701 f-string, `type X = ...`,
+    a t-string, `lazy import`) is read alike under every interpreter; a `parse-error` (`ast`'s
+    reason) only where that parser rejects it too, or the text cannot be decoded."""
+    if text is None or not other_syntax_may_read(exc) or NUL in data:
+        return FileScan([], error=error_reason(data, exc))
+    from contracts.engine import cst_scan  # (imported only for such a file: most trees have none)
+    from contracts.engine.window import keep_hot_statements
+
+    try:
+        tree = cst_scan.parse(text)
+    except Exception:  # noqa: BLE001 - no parser accepts it: `ast`'s reason is the finding
+        return FileScan([], error=error_reason(data, exc))
+    # The whole file parses: only the statements around its hot lines are walked, as `ast`'s are
+    # (`reading.file_refs`; LibCST's positions and walk cost ~3x its parse: 275 kB, 0.8 s to
+    # parse, 3.7 s more to walk whole).
+    for nested in (True, False):
+        kept = keep_hot_statements(data, (), hot, nested=nested, any_syntax=True) if hot else None
+        if kept is None:
+            break
+        try:
+            return cst_scan.scan_module(kept.decode("utf-8"), module, is_package, hot)
+        except Exception:  # noqa: BLE001 - a window that does not parse: the next larger one
+            continue
+    try:
+        return cst_scan.scan_module(text, module, is_package, hot, tree)
+    except RecursionError:
+        return FileScan([], error="nested too deeply for the parser")
+
+
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
@@ -251,6 +318,8 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_TEMPLATE_NODES = tuple(t for t in (ast.JoinedStr, getattr(ast, "TemplateStr", None)) if t is not None)
+_PLACEHOLDERS = tuple(t for t in (ast.FormattedValue, getattr(ast, "Interpolation", None)) if t is not None)
 _TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 # Handlers that catch a failed import: the exception itself, or a class above it.
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -318,8 +387,9 @@ class _Scanner:
             if not self._spans_hot(stmt):
                 continue
             if isinstance(stmt, ast.Import):
+                keyword = bool(getattr(stmt, "is_lazy", False))  # PEP 810's field (3.15)
                 for alias in stmt.names:
-                    self._ref(stmt, "import", alias.name, lazy, tc, asname=alias.asname)
+                    self._ref(stmt, "import", alias.name, lazy, tc, asname=alias.asname, lazy_keyword=keyword)
             elif isinstance(stmt, ast.ImportFrom):
                 level = stmt.level or 0
                 base = resolve_relative(self.module, self.is_package, level, stmt.module)
@@ -327,11 +397,11 @@ class _Scanner:
                     self.unresolved.append(ImportRef(
                         stmt.lineno, stmt.col_offset + 1, getattr(stmt, "end_lineno", None) or stmt.lineno,
                         "from", "." * level + (stmt.module or ""), level=level, lazy=lazy,
-                        type_checking=tc, guarded=self.guarded))
+                        type_checking=tc, guarded=self.guarded, lazy_keyword=bool(getattr(stmt, "is_lazy", False))))
                     continue
                 for alias in stmt.names:
                     self._ref(stmt, "from", base, lazy, tc, name=alias.name, asname=alias.asname,
-                              level=level)
+                              level=level, lazy_keyword=bool(getattr(stmt, "is_lazy", False)))
             else:
                 self.compound(stmt, lazy, tc)
 
@@ -372,8 +442,9 @@ class _Scanner:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
                 self._call(sub, lazy, tc, skip)
-            elif isinstance(sub, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in sub.values):
+            elif isinstance(sub, _TEMPLATE_NODES) and any(isinstance(v, _PLACEHOLDERS) for v in sub.values):
                 # the text around a placeholder is no target; an f-string without one is a string
+                # (a t-string's text, 3.14, likewise)
                 skip.update(id(v) for v in sub.values if isinstance(v, ast.Constant))
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in skip:
                 value = sub.value

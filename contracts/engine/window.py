@@ -163,13 +163,14 @@ def _f_string_rejects(data: bytes, mapped: bytes) -> bool:
 
 
 def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | None = None,
-                        nested: bool = False) -> bytes | None:
+                        nested: bool = False, any_syntax: bool = False) -> bytes | None:
     """`data` (a Python file) with every line outside the top-level statements that span a line
     containing one of `words` (or a line of `hot`, 1-based, ascending) blanked, as UTF-8; None
     when the whole file should be parsed (small, or Python may reject what grimp accepted).
     `nested`: inside those statements, also blank the blocks' statements that span no hot line
-    (`_reduce`)."""
-    if len(data) < MIN_BYTES or python_alone_rejects(data):
+    (`_reduce`). `any_syntax`: for a parser of every version's syntax (`cst_scan`), which has
+    read the whole file already: what this Python rejects is no reason to keep it whole."""
+    if len(data) < MIN_BYTES or (not any_syntax and python_alone_rejects(data)):
         return None
     if hot is None:
         hot = hot_lines(searchable(data), words)

@@ -142,7 +142,9 @@ class Rewriter(cst.CSTTransformer):
             if isinstance(target, tuple):
                 _, new, bound = target
                 asname = None if bound == new else cst.AsName(name=cst.Name(bound))
-                statements.append(cst.Import(names=[cst.ImportAlias(name=parse_dotted(new), asname=asname)]))
+                # (`lazy from a import b` -> `lazy import b`: the `lazy` keyword stays)
+                kind = cst.LazyImport if isinstance(original, cst.LazyImportFrom) else cst.Import
+                statements.append(kind(names=[cst.ImportAlias(name=parse_dotted(new), asname=asname)]))
                 continue
             node = updated if i == 0 else updated.with_changes(
                 whitespace_after_from=cst.SimpleWhitespace(" "), semicolon=cst.MaybeSentinel.DEFAULT)
@@ -157,6 +159,13 @@ class Rewriter(cst.CSTTransformer):
             statements[-1].with_changes(semicolon=updated.semicolon)]
         self._split_lines.add(id(original))
         return cst.FlattenSentinel(statements)
+
+    # `lazy import ...` / `lazy from ... import ...` (PEP 810): LibCST's own node types, rewritten
+    # as the plain forms are; the node keeps its `lazy` keyword and its whitespace.
+    visit_LazyImport = visit_Import
+    leave_LazyImport = leave_Import
+    visit_LazyImportFrom = visit_ImportFrom
+    leave_LazyImportFrom = leave_ImportFrom
 
     def _verified(self, placed: list, aliases: list) -> list:
         """`placed` with every finding put back as it was when one of its names has no new place

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import sys
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -56,6 +57,74 @@ def _import_lines(tree: ast.Module) -> set[int]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return out
+
+
+_NOT_FOUND = "no import statement or string literal this tool can rewrite was found here"
+# A bare `import a.b` is fixed with its uses (`a.b.x`), which are checked against what the file
+# binds (`bare.bindings`, read with `ast`): not where only LibCST reads the file.
+_NEWER_BARE = (f"a bare `import` in a file with syntax newer than Python {sys.version_info[0]}."
+               f"{sys.version_info[1]} reads: its uses are not rewritten here; rewrite it by hand or run "
+               f"--fix under a newer Python")
+
+
+def _newer_syntax(data: bytes, exc: BaseException) -> tuple[str, str] | None:
+    """(encoding, text) of a file this interpreter's `ast` rejected with `exc` where LibCST's
+    parser, which knows every Python version's syntax, reads it (a PEP 701 f-string on 3.11, a
+    t-string, `lazy import`); None where nothing may be rewritten."""
+    from contracts.engine.cst_scan import parse  # (LibCST's whole-file parse: only for such a file)
+    from contracts.engine.scan import other_syntax_may_read
+
+    if not other_syntax_may_read(exc):
+        return None
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+        if text.encode(encoding) != data:
+            return None
+        parse(text.lstrip("\ufeff"))
+    except Exception:  # noqa: BLE001 - no parser reads it: the file is left alone
+        return None
+    return encoding, text
+
+
+def _cst_import_lines(text: str) -> set[int] | None:
+    """Every line (1-based) an import statement of `text` spans, read with LibCST (plain and
+    `lazy` imports); None when it does not parse."""
+    from contracts.engine.cst_scan import parse
+
+    try:
+        tree = parse(text.lstrip("\ufeff"))
+    except Exception:  # noqa: BLE001 - what no parser reads is no rewrite
+        return None
+    out: set[int] = set()
+    positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    for node, where in positions.items():
+        if isinstance(node, (cst.Import, cst.ImportFrom, cst.LazyImport, cst.LazyImportFrom)):
+            out.update(range(where.start.line, where.end.line + 1))
+    return out
+
+
+def _checked_newer(result: FileFix, text: str, new_text: str, encoding: str, data: bytes, lines: list[str],
+                   removed: tuple[str, ...]) -> FileFix:
+    """The rewrite of a file only LibCST reads, kept where the new text parses too and nothing
+    changed but import statements and lines that name a removed module (`compile`, the check
+    of other files, would reject the syntax this Python does not know)."""
+    imports = _cst_import_lines(text)
+    reason = None
+    if imports is None or _cst_import_lines(new_text) is None:
+        reason = "the rewritten file would not parse; left unchanged"
+    else:
+        outside = _changed_outside(lines, LINE_RE.findall(new_text), {p.rsplit(".", 1)[-1] for p in removed},
+                                   imports)
+        if outside is not None:
+            reason = f"the rewrite would change line {outside}, which names nothing removed; left unchanged"
+    if reason is not None:
+        result.unfixable = [(f, reason) for f in result.fixed] + result.unfixable
+        result.fixed = []
+        return result
+    new = new_text.encode(encoding)
+    result.new = None if new == data else new
+    return result
 
 
 def _changed_outside(old: list[str], new: list[str], words, imports: set[int]) -> int | None:
@@ -141,10 +210,14 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
             tree = ast.parse(text.lstrip("\ufeff"))
     except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError) as e:  # UnicodeError is a ValueError
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return refuse_all(f"the file cannot be parsed ({first}); left unchanged")
+        newer = _newer_syntax(data, e)
+        if newer is None:
+            return refuse_all(f"the file cannot be parsed ({first}); left unchanged")
+        (encoding, text), tree = newer, None  # only LibCST reads it: rewritten whole, checked below
     lines = LINE_RE.findall(text)
-    whole = bare_keys(tree, fixable)
-    pieces = [(1, len(lines))] if whole else statement_ranges(tree, lines, {key[0] for key in fixable})
+    # A file only LibCST reads (newer syntax than this Python's, `_newer_syntax`) goes to it whole.
+    whole = tree is not None and bare_keys(tree, fixable)
+    pieces = [(1, len(lines))] if whole or tree is None else statement_ranges(tree, lines, {key[0] for key in fixable})
     new_lines = list(lines)
     claimed: set[Key] = set()
     refused: dict[Key, str] = {}
@@ -153,8 +226,8 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
         original = "".join(lines[first - 1:last])
         # LibCST is given the statement with `\n` line ends (it drops a lone `\r`) and may drop
         # or copy a leading form feed; both are put back exactly below.
-        lead, chunk, ends = _normalized(lines[first - 1:last], whole)
-        indent = "" if whole else chunk[: len(chunk) - len(chunk.lstrip(" \t"))]
+        lead, chunk, ends = _normalized(lines[first - 1:last], whole or tree is None)
+        indent = "" if whole or tree is None else chunk[: len(chunk) - len(chunk.lstrip(" \t"))]
         # An indented statement is parsed inside `if True:`, so that statements split from it
         # get its indentation; the wrapper line is dropped again below.
         wrapper_line = "if True:\n" if indent else ""
@@ -204,13 +277,14 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
         if key in claimed and key not in refused:
             result.fixed.append(finding)
         else:
-            result.unfixable.append((finding, refused.get(
-                key, "no import statement or string literal this tool can rewrite was found here")))
+            result.unfixable.append((finding, refused.get(key, _NOT_FOUND if tree is not None else _NEWER_BARE)))
     if not result.fixed:
         return result
     new_text = "".join(new_lines)
     # Statement by statement, nothing outside the statements can change; a whole-file rewrite
     # (a bare `import a.b` and its uses) is checked line by line (see the fuzz test).
+    if tree is None:  # LibCST alone reads it: no `compile` below; only its import lines may change
+        return _checked_newer(result, text, new_text, encoding, data, lines, removed)
     outside = _changed_outside(lines, LINE_RE.findall(new_text), {p.rsplit(".", 1)[-1] for p in removed},
                                _import_lines(tree)) if whole else None
     if outside is not None:

@@ -219,6 +219,8 @@ class _Analysis:
             what = "dynamic import"
         elif ref.type_checking:
             what = "type-only import"
+        elif ref.lazy_keyword:
+            what = ref.context
         elif ref.lazy:
             what = "lazy import"
         else:

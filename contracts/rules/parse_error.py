@@ -5,7 +5,11 @@ Reports a file a rule needed to parse but could not: it does not decode (invalid
 unknown encoding declared, a NUL byte), does not parse (a syntax error, Python 2 code), is
 nested too deeply for the parser, or is larger than the 4 MiB the tool parses. The reason and,
 where known, the line are given; the run goes on and checks everything else. (A file that
-cannot be read at all is `not-scanned`.)
+cannot be read at all is `not-scanned`.) "Does not parse" means no Python's grammar reads it: a
+file the running interpreter's `ast` rejects is read with LibCST's parser, which knows the
+syntax of 3.0 through 3.15 (3.12's f-strings and `type X = ...`, 3.14's t-strings, PEP 810's
+`lazy import`), so the findings are the same whichever Python runs the tool; the reason given
+is the running interpreter's.
 
 Which files are parsed: every file is read, and a file is parsed when a line of it may name a
 removed module (an import or a quoted dotted path under one, found by name parts on the text as

@@ -147,7 +147,7 @@ def check(model: Model, spec: RemovedSpec) -> list[Finding]:
     findings = []
     for rel, importer, ref, imported, names in references_with_names(model, spec):
         shown = imported + (f":{ref.attr}" if ref.attr else "")
-        what = _WHERE.get(ref.kind, "lazy import" if ref.lazy else "import")
+        what = _WHERE.get(ref.kind, ref.context)
         prefix = spec.removed_prefix_of(imported)
         missing: list[str] = []
         if ref.kind in ("string", "importlib"):

@@ -341,7 +341,7 @@ def _both_states(root):
 
 
 def test_the_stamp_from_the_walk_is_the_stamp_a_second_walk_makes(tree, not_racy):
-    # (a dotted directory is not entered by the walk: the stamp walks it)
+    # (a dotted directory is walked too: its scripts are read as importers)
     root = tree({"pkg/srt/m.py": VIOLATION, "pkg/srt/ns_dir/deep/x.py": "x = 1\n", "pkg/srt/data.txt": "x\n",
                  "pkg/srt/stub.pyi": "x: int\n", "pkg/multimodal/.agents/tool/run.py": "import pkg.jit_kernel\n"})
     whole, from_walk, walked_again = _both_states(root)
