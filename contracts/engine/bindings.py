@@ -27,11 +27,31 @@ import warnings
 from dataclasses import dataclass, field
 
 from contracts.engine.resolve import resolve_relative
+from contracts.engine.runtime import SYS_MODULES_WRITE, Runtime
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
 # Text that lets a module bind names no statement shows.
 _DYNAMIC = (b"globals()", b"sys.modules[__name__]", b"vars()", b"exec(")
 _DEF_HEADS = (b"def ", b"class ", b"async def ")
+# What every module has without binding it (`__path__` too, for a package): never missing.
+IMPLICIT_ATTRIBUTES = frozenset({"__doc__", "__file__", "__name__", "__package__", "__spec__", "__loader__",
+                                 "__builtins__", "__cached__", "__annotations__", "__dict__"})
+
+
+def implicit(name: str, package: bool) -> bool:
+    """Is `name` an attribute Python gives a module (a package) whatever its source binds?"""
+    return name in IMPLICIT_ATTRIBUTES or (package and name == "__path__")
+
+
+def _states_names(stub: bytes) -> bool:
+    """Does a stub state anything (an empty one, or a docstring alone, says nothing)?"""
+    tree = _parse(stub)
+    if tree is None:
+        return True
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return bool(body)
 
 
 @dataclass
@@ -223,6 +243,7 @@ class ModuleIndex:
         self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
         self._binds: dict[tuple[str, str], bool | None] = {}
         self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
+        self.runtime = Runtime(self)
 
     # ---- modules
 
@@ -230,6 +251,11 @@ class ModuleIndex:
         if module in self.py or module in self.other:
             return True
         return self._excluded_above(module) is not None
+
+    def missing(self, module: str) -> bool:
+        """Certainly missing: no file or directory, and nothing that could make it at run time
+        (`runtime.Runtime.module`: below an extension module, a `sys.modules` write)."""
+        return not self.exists(module) and not self.runtime.module(module)
 
     def _excluded_above(self, module: str) -> str | None:
         """The excluded module `module` is under (the config's `exclude`: not walked), or None."""
@@ -258,8 +284,14 @@ class ModuleIndex:
             self.texts[f.rel] = data
         return data
 
+    def parsed(self, module: str) -> ast.Module | None:
+        """`module`'s `.py` source parsed (not kept: asked for a few modules of a tree)."""
+        data = self.text(module)
+        return None if data is None else _parse(data)
+
     def stub_text(self, module: str) -> bytes | None:
-        if self.other.get(module) != "stub" and not self.is_package(module):
+        """The `.pyi` beside `module` (a stub alone, or beside an extension module or a package)."""
+        if self.other.get(module) not in ("stub", "extension") and not self.is_package(module):
             return None
         base = os.path.join(self.src, *module.split("."))
         for path in (base + ".pyi", os.path.join(base, "__init__.pyi")):
@@ -338,17 +370,25 @@ class ModuleIndex:
         if _seen is None and key in self._binds:
             return self._binds[key]
         verdict = self._binds_now(module, name, internal, _seen)
+        if verdict is False and _seen is None and self.runtime.bound(module, name):
+            verdict = None  # another module binds it when it runs
         if _seen is None:
             self._binds[key] = verdict
         return verdict
 
     def _binds_now(self, module: str, name: str, internal, _seen) -> bool | None:
-        if self.exists(f"{module}.{name}"):
+        if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
             return True
         kind = self.other.get(module)
-        if kind in ("extension", "excluded") or (module not in self.py and kind is None):
-            return None  # compiled (it wins over a `.py` of the same name), not walked, or missing
-        sources = [s for s in (self.text(module), self.stub_text(module)) if s is not None]
+        if kind == "excluded" or (module not in self.py and kind is None):
+            return None  # not walked, or missing
+        if kind == "extension":  # compiled (it wins over a `.py` of the same name)
+            stub = self.stub_text(module)
+            if stub is None or not _states_names(stub):
+                return None  # its names are unknown, unless a stub beside it says what they are
+            sources = [stub]
+        else:
+            sources = [s for s in (self.text(module), self.stub_text(module)) if s is not None]
         if not sources:
             return False  # a namespace directory binds nothing but its submodules
         if name in self._column_0(module):
@@ -357,10 +397,11 @@ class ModuleIndex:
         present = [s for s in sources if word in s and next(_occurrences(s, word), None) is not None]
         if any(defined_at_column_0(s, name) for s in present):  # `name = ...` at column 0
             return True
-        if any(marker in s for s in sources for marker in _DYNAMIC):
+        if any(marker in s for s in sources for marker in _DYNAMIC) or any(
+                b"sys.modules" in s and SYS_MODULES_WRITE.search(s) for s in sources):
             return None
         # Parse it all when the text pass did not read all of it (or there is a stub).
-        whole = module in self.unsure or module not in self.py or len(sources) > 1
+        whole = module in self.unsure or module not in self.py or len(sources) > 1 or kind == "extension"
         if present or whole or any(b"__getattr__" in s for s in sources):
             found = self.bindings(module, None if whole else name)
             if found is None:

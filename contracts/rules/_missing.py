@@ -117,14 +117,14 @@ class _Analysis:
                 return True
             if not self.checked(base):
                 return False
-            if not index.exists(base):
+            if index.missing(base):
                 return True
             return any(name != "*" and index.binds(base, name, self.internal) is False for name in s.names)
         if s.kind == "import":
-            return any(self.checked(m) and not index.exists(m) for m in s.names)
+            return any(self.checked(m) and index.missing(m) for m in s.names)
         if not self.checked(s.module):
             return False
-        if not index.exists(s.module):
+        if index.missing(s.module):
             return True
         return s.kind == "string" and index.binds(s.module, s.names[0].split(".", 1)[0], self.internal) is False
 
@@ -162,18 +162,18 @@ class _Analysis:
                 base = ref.imported
                 if not self.checked(base):
                     continue
-                if not index.exists(base):
+                if index.missing(base):
                     groups.setdefault((MODULE_RULE, ref.line, ref.col, base), [ref])
                     if ref.name and ref.name != "*":
                         groups[(MODULE_RULE, ref.line, ref.col, base)].append(ref.name)
                 elif ref.name and ref.name != "*" and index.binds(base, ref.name, self.internal) is False:
                     groups.setdefault((NAME_RULE, ref.line, ref.col, base), [ref]).append(ref.name)
             elif ref.kind in ("import", "importlib"):
-                if self.checked(ref.imported) and not index.exists(ref.imported):
+                if self.checked(ref.imported) and index.missing(ref.imported):
                     groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
             elif ref.kind == "string" and ref.attr and self.checked(ref.imported):
                 first = ref.attr.split(".", 1)[0]
-                if not index.exists(ref.imported):
+                if index.missing(ref.imported):
                     groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
                 elif index.binds(ref.imported, first, self.internal) is False:
                     groups.setdefault((NAME_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
