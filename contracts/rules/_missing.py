@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 MODULE_RULE = "missing-module"
 NAME_RULE = "missing-name"
 MAX_LISTED = 5  # candidates named in a message
+# Directories that hold other projects' code: a module below one is suggested only in that project.
+_VENDOR_DIRS = frozenset({"_vendor", "vendor", "_vendored", "vendored", "extern", "_extern", "third_party"})
 
 
 def findings(model: Model, config: Config, spec: MissingSpec) -> list[Finding]:
@@ -196,7 +198,7 @@ class _Analysis:
             what += " under `TYPE_CHECKING`"
         elif ref.lazy and ref.kind in ("string", "importlib"):
             what += " in a function"
-        return what + (", guarded by `except ImportError`" if ref.guarded else "")
+        return what + (", guarded by `except ImportError` or a test expecting it to fail" if ref.guarded else "")
 
     def _climbs(self, f, ref) -> Finding:
         top = f.module.split(".", 1)[0]
@@ -211,7 +213,7 @@ class _Analysis:
             gone = f"`{module}` does not exist" + (
                 f" (nor does `{missing}`)" if missing != module else "")
             candidates = self._candidates(f, module, names)
-            hint, replacement = _hint(module, names, candidates)
+            hint, replacement = _hint(module, names, candidates, self._proven(ref, module, names))
             shown = module + (f":{ref.attr}" if ref.kind == "string" else "")
             new = None
             if replacement is not None:
@@ -221,7 +223,7 @@ class _Analysis:
         out = []
         kept = names
         candidates = self._candidates(f, module, kept)
-        hint, replacement = _hint(module, kept, candidates)
+        hint, replacement = _hint(module, kept, candidates, self._proven(ref, module, kept))
         for name in kept:
             if ref.kind == "string":
                 shown, new = f"{module}:{ref.attr}", (f"{replacement}:{ref.attr}" if replacement else None)
@@ -240,14 +242,52 @@ class _Analysis:
         return out
 
     def _candidates(self, f, module: str, names: tuple[str, ...]) -> list[str]:
+        """The modules that define every one of `names` (or, with none, are named like `module`):
+        never the importing module itself, nor for a dunder (every module has its own), nor
+        outside the vendored package a vendored module belongs to."""
         index = self.index
+        if any(_dunder(n) for n in names):
+            return []
         if names:
             found = index.definers(names)
         else:
             found = {m for m in index.children(module.rpartition(".")[2]) if index.exists(m)}
         found.discard(f.module)
         found.discard(module)
-        return sorted(m for m in found if self.internal(m) and not any(is_under(m, p) for p in self.removed))
+        # A package whose submodule `X` is the importing module itself is no new home for `X`.
+        found -= {m for m in found for n in names if f"{m}.{n}" == f.module}
+        home = _vendored_home(module)
+        return sorted(m for m in found if self.internal(m) and not any(is_under(m, p) for p in self.removed)
+                      and (home is None or is_under(m, home)))
+
+    def _proven(self, ref, module: str, names: tuple[str, ...]):
+        """A test of one candidate: is it proven to be where `names` went? Only when the
+        statement imports names (a module named alike is a name match), each is defined in
+        that candidate by a `def`, a `class` or an assignment of something other than a literal,
+        at module level, and no other module of the tree defines it (`definers`: a submodule of
+        that name counts, so a module in place of a name is never proven), the candidate is in
+        the missing module's top-level package, and the import is not guarded (a test may
+        assert that it fails)."""
+        from contracts.engine.index import plain_value, text_definitions  # (only for a finding)
+        from contracts.engine.scan import decode_source
+
+        def proven(candidate: str) -> bool:
+            if ref.guarded or not names or candidate.split(".", 1)[0] != module.split(".", 1)[0]:
+                return False
+            text = self.index.text(candidate)
+            if text is None:
+                return False
+            try:
+                found = text_definitions(decode_source(text))
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError):
+                return False
+            for name in names:
+                d = found.get(name)
+                if d is None or plain_value(d) or self.index.definers((name,)) != {candidate}:
+                    return False
+            return True
+
+        return proven
 
 
 def _first_missing(index: ModuleIndex, module: str) -> str:
@@ -260,16 +300,33 @@ def _first_missing(index: ModuleIndex, module: str) -> str:
     return module
 
 
-def _hint(module: str, names: tuple[str, ...], candidates: list[str]) -> tuple[str, str | None]:
-    """The "moved?" part of a message, and the replacement module when there is one."""
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _vendored_home(module: str) -> str | None:
+    """The vendored package `module` is in (`pip._vendor.six` for `pip._vendor.six.moves`), or None."""
+    parts = module.split(".")
+    for i, part in enumerate(parts[:-1]):
+        if part in _VENDOR_DIRS:
+            return ".".join(parts[: i + 2])
+    return None
+
+
+def _hint(module: str, names: tuple[str, ...], candidates: list[str], proven=lambda c: False
+          ) -> tuple[str, str | None]:
+    """The "moved?" part of a message, and the replacement module when the evidence proves it
+    (`proven`); a candidate chosen by a name match alone is a hint, with no replacement."""
     what = ", ".join(f"`{n}`" for n in names)
     last = module.rpartition(".")[2]
     chosen = candidates if len(candidates) <= 1 else [c for c in candidates if c.rpartition(".")[2] == last]
     if len(chosen) == 1:
         new = chosen[0]
-        if names:
+        if len(candidates) == 1 and proven(new):
             return f"moved? `{new}` defines {what}", new
-        return f"moved? `{new}` exists", new
+        if names:
+            return f"hint: `{new}` defines {what} (a name match, not proof: not fixed)", None
+        return f"hint: a module `{new}` exists (a name match, not proof: not fixed)", None
     if candidates:
         listed = ", ".join(f"`{c}`" for c in candidates[:MAX_LISTED])
         more = f" and {len(candidates) - MAX_LISTED} more" if len(candidates) > MAX_LISTED else ""
