@@ -12,8 +12,10 @@ the statements alone would call missing (so a clean tree never pays for them):
 - a module created by writing into `sys.modules`: a literal key anywhere in the tree
   (`sys.modules["pkg.fake"] = m`, `sys.modules.setdefault("pkg.fake", m)`) makes it and what is
   below it exist; a missing module whose nearest existing ancestor is an extension module (it
-  registers its submodules when it is imported) or a module that writes into `sys.modules` or
-  installs an import hook (`six.moves`) is unknown.
+  registers its submodules when it is imported) or a module that writes into `sys.modules` under
+  a key it computes or installs an import hook (`six.moves`) is unknown. A module replacing
+  itself (`sys.modules[__name__] = m`) makes its own names unknown (`bindings.py`), not its
+  submodules: they are still files.
 """
 
 from __future__ import annotations
@@ -28,12 +30,19 @@ SYS_MODULES_WRITE = re.compile(rb"sys\.modules\[[^\]\n]*\]\s*=(?!=)|sys\.modules
 _IMPORT_HOOK = re.compile(rb"sys\.(?:meta_path|path_hooks)\.(?:append|insert|extend)\(")
 _LITERAL_KEY = re.compile(
     rb"""sys\.modules(?:\[\s*|\.setdefault\(\s*)(["'])([A-Za-z_][\w.]*)\1\s*(?:\]\s*=(?!=)|,)""")
+_SELF_KEY = re.compile(rb"sys\.modules\[\s*__name__\s*\]")
 _INJECT = re.compile(rb"setattr\(\s*sys\.modules\[\s*[^\]\"'\s]")
 
 
-def writes_modules(text: bytes) -> bool:
-    """Does `text` write into `sys.modules` or install an import hook?"""
-    return b"sys." in text and (SYS_MODULES_WRITE.search(text) is not None or _IMPORT_HOOK.search(text) is not None)
+def makes_modules(text: bytes) -> bool:
+    """Can `text` make modules no file is: a write into `sys.modules` under another key than its
+    own name (`sys.modules[__name__] = m` replaces the module itself; its submodules are still
+    files), or an import hook?"""
+    if b"sys." not in text:
+        return False
+    if any(_SELF_KEY.match(m.group()) is None for m in SYS_MODULES_WRITE.finditer(text)):
+        return True
+    return _IMPORT_HOOK.search(text) is not None
 
 
 class Runtime:
@@ -74,7 +83,7 @@ class Runtime:
         if self.index.other.get(module) == "extension":
             return True
         text = self.index.text(module)
-        return text is not None and writes_modules(text)
+        return text is not None and makes_modules(text)
 
     # ---- names
 

@@ -103,6 +103,16 @@ def test_an_import_hook_makes_submodules_unknown_not_names(tmp_path):
     assert _imported(found) == {"pkg.six.not_made"}
 
 
+def test_a_module_replacing_itself_has_unknown_names_but_file_submodules(tmp_path):
+    found = _findings(tmp_path, {
+        "pkg/lexers/__init__.py": "import sys\nsys.modules[__name__] = LazyModule(__name__)\n",
+        "pkg/lexers/python.py": "class PythonLexer:\n    pass\n",
+        "pkg/user.py": ("from pkg.lexers import TextLexer\nfrom pkg.lexers.python import PythonLexer\n"
+                        "from pkg.lexers.special import TextLexer as T\n"),
+    })
+    assert _imported(found) == {"pkg.lexers.special"}
+
+
 def test_a_literal_sys_modules_key_anywhere_makes_that_module(tmp_path):
     found = _findings(tmp_path, {
         "pkg/compat.py": 'import sys\nsys.modules["pkg.fake"] = object()\n',
