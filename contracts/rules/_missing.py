@@ -264,26 +264,33 @@ class _Analysis:
         """A test of one candidate: is it proven to be where `names` went? Only when the
         statement imports names (a module named alike is a name match), each is defined in
         that candidate by a `def`, a `class` or an assignment of something other than a literal,
-        at module level, and no other module of the tree defines it (`definers`: a submodule of
-        that name counts, so a module in place of a name is never proven), the candidate is in
-        the missing module's top-level package, and the import is not guarded (a test may
-        assert that it fails)."""
+        at module level, and no other module of the tree defines it but by a literal (`X = None`,
+        a fallback; a submodule of that name counts, so a module in place of a name is never
+        proven), the candidate is in the missing module's top-level package, and the import is
+        not guarded (a test may assert that it fails)."""
         from contracts.engine.index import plain_value, text_definitions  # (only for a finding)
         from contracts.engine.scan import decode_source
+
+        def definition(m: str, name: str):
+            text = self.index.text(m)
+            try:
+                return text_definitions(decode_source(text)).get(name) if text is not None else None
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError):
+                return None
+
+        def placeholder(m: str, name: str) -> bool:
+            d = definition(m, name)
+            return d is not None and plain_value(d)
 
         def proven(candidate: str) -> bool:
             if ref.guarded or not names or candidate.split(".", 1)[0] != module.split(".", 1)[0]:
                 return False
-            text = self.index.text(candidate)
-            if text is None:
-                return False
-            try:
-                found = text_definitions(decode_source(text))
-            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError):
-                return False
             for name in names:
-                d = found.get(name)
-                if d is None or plain_value(d) or self.index.definers((name,)) != {candidate}:
+                d = definition(candidate, name)
+                if d is None or plain_value(d):
+                    return False
+                # Another module's `name = None` (a fallback for a failed import) is no rival.
+                if not all(placeholder(m, name) for m in self.index.definers((name,)) - {candidate}):
                     return False
             return True
 
@@ -319,11 +326,13 @@ def _hint(module: str, names: tuple[str, ...], candidates: list[str], proven=lam
     (`proven`); a candidate chosen by a name match alone is a hint, with no replacement."""
     what = ", ".join(f"`{n}`" for n in names)
     last = module.rpartition(".")[2]
+    # At most one candidate can be proven (a proof leaves the others literal fallbacks only).
+    strong = [c for c in candidates if proven(c)] if len(candidates) <= MAX_LISTED else []
+    if strong:
+        return f"moved? `{strong[0]}` defines {what}", strong[0]
     chosen = candidates if len(candidates) <= 1 else [c for c in candidates if c.rpartition(".")[2] == last]
     if len(chosen) == 1:
         new = chosen[0]
-        if len(candidates) == 1 and proven(new):
-            return f"moved? `{new}` defines {what}", new
         if names:
             return f"hint: `{new}` defines {what} (a name match, not proof: not fixed)", None
         return f"hint: a module `{new}` exists (a name match, not proof: not fixed)", None

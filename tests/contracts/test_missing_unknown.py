@@ -221,6 +221,14 @@ def test_a_unique_definition_is_fixable(tmp_path):
     assert "moved? `pkg.home` defines `relocated`" in found[0]["message"]
 
 
+def test_a_literal_fallback_elsewhere_is_no_rival_but_a_second_definition_is(tmp_path):
+    home = {"pkg/home.py": "def relocated(a, b):\n    return a + b\n", "pkg/user.py": "from pkg.old import relocated\n"}
+    found = _findings(tmp_path / "a", {**home, "pkg/fallback.py": "relocated = None\n"})
+    assert [f["replacement"] for f in found] == ["pkg.home"]
+    found = _findings(tmp_path / "b", {**home, "pkg/copy.py": "def relocated(a):\n    return a\n"})
+    assert [f["replacement"] for f in found] == [None]
+
+
 def test_the_importing_module_itself_is_never_suggested(tmp_path):
     found = _findings(tmp_path, {"pkg/runtime/__init__.py": "",
                                  "pkg/runtime/interpreter.py": "from pkg._gone.libfoo import interpreter\n"})
