@@ -244,6 +244,7 @@ class ModuleIndex:
         self._binds: dict[tuple[str, str], bool | None] = {}
         self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
         self.runtime = Runtime(self)
+        self._definers: dict[tuple[str, ...], frozenset[str]] = {}
 
     # ---- modules
 
@@ -458,6 +459,13 @@ class ModuleIndex:
             found.add(modules[bisect.bisect_right(offsets, pos) - 1])
         return found
 
+    def matches(self, pattern):
+        """(module, match) for each match of the bytes `pattern` in the `.py` modules' text (one
+        regular-expression pass over the tree)."""
+        blob, offsets, modules = self._search_blob()
+        for m in pattern.finditer(blob):
+            yield modules[bisect.bisect_right(offsets, m.start()) - 1], m
+
     def defines(self, module: str, name: str) -> bool:
         """Does `module` define `name` at module level (not by importing it)? Settled by `ast`
         (the statements that spell it) only where an indented line could: `def name`,
@@ -475,6 +483,9 @@ class ModuleIndex:
     def definers(self, names: tuple[str, ...]) -> set[str]:
         """Modules that define every one of `names` (def, class, assignment; not an import), or
         whose submodules include it (a package "binds" its submodule)."""
+        key = tuple(sorted(names))
+        if key in self._definers:
+            return set(self._definers[key])
         result: set[str] | None = None
         for name in sorted(names, key=len, reverse=True):  # the longest name is the rarest
             found = {m for m in self.modules_containing(name) if self.defines(m, name)}
@@ -482,4 +493,5 @@ class ModuleIndex:
             result = found if result is None else result & found
             if not result:
                 break
-        return result or set()
+        self._definers[key] = frozenset(result or ())
+        return set(self._definers[key])

@@ -59,10 +59,7 @@ class Runtime:
     def literal_keys(self) -> set[str]:
         """The module names the tree writes into `sys.modules` as string literals."""
         if self._keys is None:
-            self._keys = set()
-            for m in self.index.modules_containing("modules"):
-                text = self.index.text(m) or b""
-                self._keys.update(k.group(2).decode() for k in _LITERAL_KEY.finditer(text))
+            self._keys = {k.group(2).decode() for _, k in self.index.matches(_LITERAL_KEY)}
         return self._keys
 
     def module(self, module: str) -> bool:
@@ -94,10 +91,7 @@ class Runtime:
 
     def _injected(self, module: str) -> bool:
         if self._injectors is None:
-            self._injectors = set()
-            for m in self.index.modules_containing("setattr"):
-                if _INJECT.search(self.index.text(m) or b""):
-                    self._injectors.add(m)
+            self._injectors = {m for m, _ in self.index.matches(_INJECT)}
         if not self._injectors:
             return False
         package = self.index.is_package(module)
