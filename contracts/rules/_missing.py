@@ -213,7 +213,7 @@ class _Analysis:
             gone = f"`{module}` does not exist" + (
                 f" (nor does `{missing}`)" if missing != module else "")
             candidates = self._candidates(f, module, names)
-            hint, replacement = _hint(module, names, candidates, self._proven(ref, module, names))
+            hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
             shown = module + (f":{ref.attr}" if ref.kind == "string" else "")
             new = None
             if replacement is not None:
@@ -223,7 +223,7 @@ class _Analysis:
         out = []
         kept = names
         candidates = self._candidates(f, module, kept)
-        hint, replacement = _hint(module, kept, candidates, self._proven(ref, module, kept))
+        hint, replacement = _unless_guarded(ref, *_hint(module, kept, candidates, self._proven(module, kept)))
         for name in kept:
             if ref.kind == "string":
                 shown, new = f"{module}:{ref.attr}", (f"{replacement}:{ref.attr}" if replacement else None)
@@ -260,14 +260,13 @@ class _Analysis:
         return sorted(m for m in found if self.internal(m) and not any(is_under(m, p) for p in self.removed)
                       and (home is None or is_under(m, home)))
 
-    def _proven(self, ref, module: str, names: tuple[str, ...]):
+    def _proven(self, module: str, names: tuple[str, ...]):
         """A test of one candidate: is it proven to be where `names` went? Only when the
         statement imports names (a module named alike is a name match), each is defined in
         that candidate by a `def`, a `class` or an assignment of something other than a literal,
         at module level, and no other module of the tree defines it but by a literal (`X = None`,
         a fallback; a submodule of that name counts, so a module in place of a name is never
-        proven), the candidate is in the missing module's top-level package, and the import is
-        not guarded (a test may assert that it fails)."""
+        proven), and the candidate is in the missing module's top-level package."""
         from contracts.engine.index import plain_value, text_definitions  # (only for a finding)
         from contracts.engine.scan import decode_source
 
@@ -283,7 +282,7 @@ class _Analysis:
             return d is not None and plain_value(d)
 
         def proven(candidate: str) -> bool:
-            if ref.guarded or not names or candidate.split(".", 1)[0] != module.split(".", 1)[0]:
+            if not names or candidate.split(".", 1)[0] != module.split(".", 1)[0]:
                 return False
             for name in names:
                 d = definition(candidate, name)
@@ -305,6 +304,13 @@ def _first_missing(index: ModuleIndex, module: str) -> str:
         if not index.exists(prefix):
             return prefix
     return module
+
+
+def _unless_guarded(ref, hint: str, replacement: str | None) -> tuple[str, str | None]:
+    """A guarded import keeps its hint but is never rewritten: a test may assert that it fails."""
+    if ref.guarded and replacement is not None:
+        return f"{hint} (guarded: a test may expect it to fail; not fixed)", None
+    return hint, replacement
 
 
 def _dunder(name: str) -> bool:

@@ -171,6 +171,8 @@ def test_an_import_a_test_asserts_must_fail_is_guarded_and_never_fixable(tmp_pat
     (finding,) = _findings(tmp_path, files, GUARDED)
     assert finding["imported"] == "pkg.old" and finding["replacement"] is None
     assert "a test expecting it to fail" in finding["message"]
+    assert "moved? `pkg.home` defines `relocated` (guarded: a test may expect it to fail; not fixed)" \
+        in finding["message"]
 
 
 def test_importorskip_is_guarded(tmp_path):
