@@ -157,6 +157,12 @@ def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
     return out
 
 
+def _dynamic(text: bytes) -> bool:
+    """Can `text` bind names no statement shows (`globals()`, `exec`, a `sys.modules` write)?"""
+    return any(marker in text for marker in _DYNAMIC) or (
+        b"sys.modules" in text and SYS_MODULES_WRITE.search(text) is not None)
+
+
 def _parse(data: bytes) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
@@ -377,19 +383,24 @@ class ModuleIndex:
             self._binds[key] = verdict
         return verdict
 
+    def _sources(self, module: str, kind: str | None) -> list[bytes] | None:
+        """The texts that say what `module` binds (its `.py`, its `.pyi`), or None when nothing
+        can: not walked (excluded), missing, or an extension module without a stub that states
+        its names (an extension wins over a `.py` of the same name)."""
+        if kind == "excluded" or (module not in self.py and kind is None):
+            return None
+        if kind == "extension":
+            stub = self.stub_text(module)
+            return [stub] if stub is not None and _states_names(stub) else None
+        return [s for s in (self.text(module), self.stub_text(module)) if s is not None]
+
     def _binds_now(self, module: str, name: str, internal, _seen) -> bool | None:
         if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
             return True
         kind = self.other.get(module)
-        if kind == "excluded" or (module not in self.py and kind is None):
-            return None  # not walked, or missing
-        if kind == "extension":  # compiled (it wins over a `.py` of the same name)
-            stub = self.stub_text(module)
-            if stub is None or not _states_names(stub):
-                return None  # its names are unknown, unless a stub beside it says what they are
-            sources = [stub]
-        else:
-            sources = [s for s in (self.text(module), self.stub_text(module)) if s is not None]
+        sources = self._sources(module, kind)
+        if sources is None:
+            return None
         if not sources:
             return False  # a namespace directory binds nothing but its submodules
         if name in self._column_0(module):
@@ -398,8 +409,7 @@ class ModuleIndex:
         present = [s for s in sources if word in s and next(_occurrences(s, word), None) is not None]
         if any(defined_at_column_0(s, name) for s in present):  # `name = ...` at column 0
             return True
-        if any(marker in s for s in sources for marker in _DYNAMIC) or any(
-                b"sys.modules" in s and SYS_MODULES_WRITE.search(s) for s in sources):
+        if any(_dynamic(s) for s in sources):
             return None
         # Parse it all when the text pass did not read all of it (or there is a stub).
         whole = module in self.unsure or module not in self.py or len(sources) > 1 or kind == "extension"

@@ -111,17 +111,7 @@ class Runtime:
         if tree is None:
             return False
         aliases = self._alias_map(writer, tree)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    if isinstance(t, ast.Attribute) and t.attr == name and _dotted(t.value, aliases) == module:
-                        return True
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-                    and node.args[1].value == name and _dotted(node.args[0], aliases) == module:
-                return True
-        return False
+        return any(_onto(node, name, aliases) == module for node in ast.walk(tree))
 
     def _alias_map(self, writer: str, tree: ast.Module) -> dict[str, str]:
         """Local name -> module, from every import statement of `writer` (a function's too)."""
@@ -146,6 +136,18 @@ def _aliases(tree: ast.Module, writer: str, package: bool, exists) -> dict[str, 
                 if base and a.name != "*" and exists(f"{base}.{a.name}"):
                     out[a.asname or a.name] = f"{base}.{a.name}"
     return out
+
+
+def _onto(node, name: str, aliases: dict[str, str]) -> str | None:
+    """The module `node` assigns `name` onto (`m.name = v`, `setattr(m, "name", v)`), or None."""
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if isinstance(t, ast.Attribute) and t.attr == name:
+                return _dotted(t.value, aliases)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == name:
+        return _dotted(node.args[0], aliases)
+    return None
 
 
 def _dotted(node, aliases: dict[str, str]) -> str | None:

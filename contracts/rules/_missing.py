@@ -252,13 +252,16 @@ class _Analysis:
             found = index.definers(names)
         else:
             found = {m for m in index.children(module.rpartition(".")[2]) if index.exists(m)}
-        found.discard(f.module)
-        found.discard(module)
-        # A package whose submodule `X` is the importing module itself is no new home for `X`.
-        found -= {m for m in found for n in names if f"{m}.{n}" == f.module}
+        return sorted(m for m in found if self._may_be_home(f.module, module, names, m))
+
+    def _may_be_home(self, importer: str, module: str, names: tuple[str, ...], m: str) -> bool:
+        """Not the importing module (nor a package whose submodule `X` it is), not the missing
+        module, under `packages` and not removed, inside the vendored package `module` is in."""
+        if m in (importer, module) or any(f"{m}.{n}" == importer for n in names):
+            return False
         home = _vendored_home(module)
-        return sorted(m for m in found if self.internal(m) and not any(is_under(m, p) for p in self.removed)
-                      and (home is None or is_under(m, home)))
+        return self.internal(m) and not any(is_under(m, p) for p in self.removed) and (
+            home is None or is_under(m, home))
 
     def _proven(self, module: str, names: tuple[str, ...]):
         """A test of one candidate: is it proven to be where `names` went? Only when the
