@@ -43,6 +43,9 @@ CORPUS = [
     ("urllib3", "2.2.3", ("urllib3",)),  # optional imports, emscripten backends
     ("aiohttp", "3.11.10", ("aiohttp",)),  # Cython extensions beside pure-Python fallbacks
     ("orjson", "3.10.12", ("orjson",)),  # an extension module and its stub only
+    ("networkx", "3.4.2", ("networkx",)),  # big tests, `pytest.importorskip` everywhere
+    ("SQLAlchemy", "2.0.36", ("sqlalchemy",)),  # Cython extensions beside their `.py` twins
+    ("scipy", "1.14.1", ("scipy",)),  # extensions with partial stubs, a vendored array-api-compat
 ]
 
 # (package, rule, path, imported) -> (true?, why), from reading each finding at its line.
@@ -57,6 +60,33 @@ VERDICTS: dict[tuple[str, str, str, str], tuple[bool, str]] = {
         True, "under `TYPE_CHECKING`: upstream resolvelib declares `Preference` only in `providers.pyi`, which pip's "
               "vendoring does not ship; `pip/_vendor/resolvelib/providers.py` binds no `Preference`, so a type "
               "checker run on this tree cannot resolve it. No module defines it: nothing to suggest."),
+    ("scipy", "missing-name", "scipy/_lib/array_api_compat/common/_aliases.py",
+     "scipy._lib.array_api_compat.common._typing.Dtype"): (
+        True, "under `TYPE_CHECKING`: the vendored array-api-compat's `common/_typing.py` binds `NestedSequence`, "
+              "`SupportsBufferProtocol`, `Array`, `Device` and no `Dtype` (no `__getattr__`, no star import), so a "
+              "type checker cannot resolve it. `Dtype` is defined in several `_typing` modules: listed, not guessed."),
+    ("scipy", "missing-name", "scipy/_lib/array_api_compat/common/_aliases.py",
+     "scipy._lib.array_api_compat.common._typing.ndarray"): (
+        True, "the same statement: `common/_typing.py` binds no `ndarray` either, and no module of the tree "
+              "defines one."),
+    ("scipy", "missing-name", "scipy/_lib/array_api_compat/common/_fft.py",
+     "scipy._lib.array_api_compat.common._typing.ndarray"): (
+        True, "the same missing `ndarray`, imported under `TYPE_CHECKING`."),
+    ("scipy", "missing-name", "scipy/_lib/array_api_compat/common/_linalg.py",
+     "scipy._lib.array_api_compat.common._typing.ndarray"): (
+        True, "the same missing `ndarray`, imported under `TYPE_CHECKING`."),
+    ("scipy", "missing-name", "scipy/_lib/array_api_compat/dask/array/_aliases.py",
+     "scipy._lib.array_api_compat.common._typing.Dtype"): (
+        True, "the same missing `Dtype`, imported under `TYPE_CHECKING` from `...common._typing`."),
+    ("scipy", "missing-name", "scipy/linalg/_basic.py", "scipy.linalg._cythonized_array_utils.find_det_from_lu"): (
+        True, "against the stub, which is the truth for an extension module that has one: "
+              "`_cythonized_array_utils.pyi` declares `bandwidth`, `issymmetric`, `ishermitian` only, so a type "
+              "checker reports this import too. At run time the Cython extension has the function: it is the "
+              "stub that is stale."),
+    ("scipy", "missing-name", "scipy/special/tests/test_iv_ratio.py", "scipy.special._ufuncs._iv_ratio"): (
+        True, "against the stub, as above: `_ufuncs.pyi` (525 lines, no `__getattr__`) does not declare "
+              "`_iv_ratio`; the line carries `# type: ignore[attr-defined]`, scipy's own acknowledgement that "
+              "the stub lacks it. At run time the extension has it."),
     ("pip", "missing-module", "pip/_vendor/pygments/cmdline.py", "pip._vendor.pygments.lexers.special"): (
         True, "pip's vendoring keeps only `lexers/__init__.py`, `_mapping.py` and `python.py`; `lexers/__init__.py` "
               "replaces itself in `sys.modules` (lazy lexer attributes), which makes its names unknown but no "
