@@ -266,3 +266,14 @@ def test_a_vendored_module_is_not_sent_to_another_package(tmp_path):
                                  "pkg/other.py": "def thing():\n    return 1\n"})
     (finding,) = found
     assert finding["replacement"] is None and "pkg.other" not in finding["message"]
+
+
+def test_derive_maps_index_agrees_on_extensions_and_implicit_attributes(tmp_path):
+    from contracts.engine.index import TreeIndex
+
+    write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/_native.abi3.so": "", "pkg/plain.py": "x = 1\n"}, None)
+    index = TreeIndex(str(tmp_path), ("pkg",))
+    assert index.has_module("pkg._native") and not index.has_module("pkg.gone")
+    assert index.binds("pkg._native", "anything") and index.binds("pkg.plain", "__doc__")
+    assert index.binds("pkg", "__path__") and not index.binds("pkg.plain", "__path__")
+    assert not index.binds("pkg.plain", "y")
