@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from contracts.engine.files import read_capped, read_regular
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
+from contracts.engine.runtime import SYS_MODULES_WRITE, Runtime
 from contracts.engine.scan import MAX_PARSE_BYTES
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
@@ -39,6 +40,25 @@ _SEARCHES_BEFORE_INDEX = 64  # a few missing names: a search each; many: the ind
 # Text that lets a module bind names no statement shows.
 _DYNAMIC = (b"globals()", b"sys.modules[__name__]", b"vars()", b"exec(")
 _DEF_HEADS = (b"def ", b"class ", b"async def ")
+# What every module has without binding it (`__path__` too, for a package): never missing.
+IMPLICIT_ATTRIBUTES = frozenset({"__doc__", "__file__", "__name__", "__package__", "__spec__", "__loader__",
+                                 "__builtins__", "__cached__", "__annotations__", "__dict__"})
+
+
+def implicit(name: str, package: bool) -> bool:
+    """Is `name` an attribute Python gives a module (a package) whatever its source binds?"""
+    return name in IMPLICIT_ATTRIBUTES or (package and name == "__path__")
+
+
+def _states_names(stub: bytes) -> bool:
+    """Does a stub state anything (an empty one, or a docstring alone, says nothing)?"""
+    tree = _parse(stub)
+    if tree is None:
+        return True
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return bool(body)
 
 
 @dataclass
@@ -142,6 +162,12 @@ def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
 
     block(tree.body)
     return out
+
+
+def _dynamic(text: bytes) -> bool:
+    """Can `text` bind names no statement shows (`globals()`, `exec`, a `sys.modules` write)?"""
+    return any(marker in text for marker in _DYNAMIC) or (
+        b"sys.modules" in text and SYS_MODULES_WRITE.search(text) is not None)
 
 
 def _parse(data: bytes) -> ast.Module | None:
@@ -252,6 +278,8 @@ class ModuleIndex:
         self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
         self._binds: dict[tuple[str, str], bool | None] = {}
         self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
+        self.runtime = Runtime(self)
+        self._definers: dict[tuple[str, ...], frozenset[str]] = {}
 
     # ---- modules
 
@@ -259,6 +287,11 @@ class ModuleIndex:
         if module in self.py or module in self.other:
             return True
         return self._excluded_above(module) is not None
+
+    def missing(self, module: str) -> bool:
+        """Certainly missing: no file or directory, and nothing that could make it at run time
+        (`runtime.Runtime.module`: below an extension module, a `sys.modules` write)."""
+        return not self.exists(module) and not self.runtime.module(module)
 
     def _excluded_above(self, module: str) -> str | None:
         """The excluded module `module` is under (the config's `exclude`: not walked), or None."""
@@ -286,8 +319,14 @@ class ModuleIndex:
             self.texts[f.rel] = data
         return data
 
+    def parsed(self, module: str) -> ast.Module | None:
+        """`module`'s `.py` source parsed (not kept: asked for a few modules of a tree)."""
+        data = self.text(module)
+        return None if data is None else _parse(data)
+
     def stub_text(self, module: str) -> bytes | None:
-        if self.other.get(module) != "stub" and not self.is_package(module):
+        """The `.pyi` beside `module` (a stub alone, or beside an extension module or a package)."""
+        if self.other.get(module) not in ("stub", "extension") and not self.is_package(module):
             return None
         base = os.path.join(self.src, *module.split("."))
         for path in (base + ".pyi", os.path.join(base, "__init__.pyi")):
@@ -365,17 +404,30 @@ class ModuleIndex:
         if _seen is None and key in self._binds:
             return self._binds[key]
         verdict = self._binds_now(module, name, internal, _seen)
+        if verdict is False and _seen is None and self.runtime.bound(module, name):
+            verdict = None  # another module binds it when it runs
         if _seen is None:
             self._binds[key] = verdict
         return verdict
 
+    def _sources(self, module: str, kind: str | None) -> list[bytes] | None:
+        """The texts that say what `module` binds (its `.py`, its `.pyi`), or None when nothing
+        can: not walked (excluded), missing, or an extension module without a stub that states
+        its names (an extension wins over a `.py` of the same name)."""
+        if kind == "excluded" or (module not in self.py and kind is None):
+            return None
+        if kind == "extension":
+            stub = self.stub_text(module)
+            return [stub] if stub is not None and _states_names(stub) else None
+        return [s for s in (self.text(module), self.stub_text(module)) if s is not None]
+
     def _binds_now(self, module: str, name: str, internal, _seen) -> bool | None:
-        if self.exists(f"{module}.{name}"):
+        if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
             return True
         kind = self.other.get(module)
-        if kind in ("extension", "excluded") or (module not in self.py and kind is None):
-            return None  # compiled (it wins over a `.py` of the same name), not walked, or missing
-        sources = [s for s in (self.text(module), self.stub_text(module)) if s is not None]
+        sources = self._sources(module, kind)
+        if sources is None:
+            return None
         if not sources:
             return False  # a namespace directory binds nothing but its submodules
         if name in self._column_0(module):
@@ -384,10 +436,10 @@ class ModuleIndex:
         present = [s for s in sources if word in s and next(_occurrences(s, word), None) is not None]
         if any(defined_at_column_0(s, name) for s in present):  # `name = ...` at column 0
             return True
-        if any(marker in s for s in sources for marker in _DYNAMIC):
+        if any(_dynamic(s) for s in sources):
             return None
         # Parse it all when the text pass did not read all of it (or there is a stub).
-        whole = module in self.unsure or module not in self.py or len(sources) > 1
+        whole = module in self.unsure or module not in self.py or len(sources) > 1 or kind == "extension"
         if present or whole or any(b"__getattr__" in s for s in sources):
             found = self.bindings(module, None if whole else name)
             if found is None:
@@ -459,6 +511,13 @@ class ModuleIndex:
             found.add(modules[bisect.bisect_right(offsets, pos) - 1])
         return found
 
+    def matches(self, pattern):
+        """(module, match) for each match of the bytes `pattern` in the `.py` modules' text (one
+        regular-expression pass over the tree)."""
+        blob, offsets, modules = self._search_blob()
+        for m in pattern.finditer(blob):
+            yield modules[bisect.bisect_right(offsets, m.start()) - 1], m
+
     def defines(self, module: str, name: str) -> bool:
         """Does `module` define `name` at module level (not by importing it)? Settled by `ast`
         (the statements that spell it) only where an indented line could: `def name`,
@@ -476,6 +535,9 @@ class ModuleIndex:
     def definers(self, names: tuple[str, ...]) -> set[str]:
         """Modules that define every one of `names` (def, class, assignment; not an import), or
         whose submodules include it (a package "binds" its submodule)."""
+        key = tuple(sorted(names))
+        if key in self._definers:
+            return set(self._definers[key])
         result: set[str] | None = None
         for name in sorted(names, key=len, reverse=True):  # the longest name is the rarest
             found = {m for m in self.modules_containing(name) if self.defines(m, name)}
@@ -483,4 +545,5 @@ class ModuleIndex:
             result = found if result is None else result & found
             if not result:
                 break
-        return result or set()
+        self._definers[key] = frozenset(result or ())
+        return set(self._definers[key])

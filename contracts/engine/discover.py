@@ -271,7 +271,8 @@ class _Walker:
         elif name.endswith((".pyi", ".so", ".pyd")):
             stem = name[:-4] if name.endswith(".pyi") else name.split(".", 1)[0]  # foo.cpython-311-x86_64-linux-gnu.so
             module = ".".join(parts if stem == "__init__" else parts + [stem])
-            if self.result.other_modules.get(module) != "directory":
+            # An extension module wins over its stub whichever sorts first (the stub is read beside it).
+            if self.result.other_modules.get(module) not in ("directory", "extension"):
                 self.result.other_modules[module] = "stub" if name.endswith(".pyi") else "extension"
 
     def _py(self, path: str, name: str, parts: list[str], st) -> None:

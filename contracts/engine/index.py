@@ -30,6 +30,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
+from contracts.engine.bindings import implicit
 from contracts.engine.discover import SourceFile, discover
 from contracts.engine.files import read_capped
 from contracts.engine.records import MAX_READ_BYTES
@@ -294,8 +295,10 @@ class TreeIndex:
         self.roots = tuple(roots)
         # A file whose path is not a dotted name (`csrc/fast-hadamard-transform/x.py`) cannot be
         # imported, so it is not a module anything refers to.
-        self.files: dict[str, SourceFile] = {
-            m: f for m, f in discover(self.src, self.roots).by_module.items() if _MODULE_RE.match(m)}
+        found = discover(self.src, self.roots)
+        self.files: dict[str, SourceFile] = {m: f for m, f in found.by_module.items() if _MODULE_RE.match(m)}
+        # Extension modules and stubs: modules too, though no source says what an extension binds.
+        self.compiled = {m for m, kind in found.other_modules.items() if kind in ("extension", "stub")}
         self._trees: dict[str, ast.Module | None] = {}
         self._names: dict[str, ModuleNames] = {}
         self._defs: dict[str, dict[str, Definition]] = {}
@@ -326,8 +329,9 @@ class TreeIndex:
         return f is not None and f.is_package
 
     def has_module(self, module: str) -> bool:
-        """A file, or a directory inside a root package (a namespace package)."""
-        if module in self.files:
+        """A file, an extension module or stub, or a directory inside a root package (a namespace
+        package)."""
+        if module in self.files or module in self.compiled:
             return True
         if not _MODULE_RE.match(module) or module.split(".", 1)[0] not in self.roots:
             return False
@@ -335,8 +339,10 @@ class TreeIndex:
 
     def binds(self, module: str, name: str, _seen: frozenset = frozenset()) -> bool:
         """Would `from module import name` find `name` (see the module docstring)?"""
-        if self.has_module(f"{module}.{name}"):
+        if self.has_module(f"{module}.{name}") or implicit(name, self.is_package(module)):
             return True
+        if module in self.compiled:
+            return True  # unknown is not missing: what an extension module binds cannot be read
         if module not in self.files or module in _seen or len(_seen) > _STAR_DEPTH:
             return False
         names = self.names(module)

@@ -334,9 +334,15 @@ def _catches_import_error(node) -> bool:
     return name in _IMPORT_ERRORS
 
 
+# Context managers whose body must raise what their first argument names: a test asserting that
+# an import fails (`with pytest.raises(ImportError):`, `with self.assertRaises(...)`).
+_RAISES = frozenset({"suppress", "raises", "assertRaises", "assertRaisesRegex"})
+
+
 def _guards(stmt) -> bool:
     """Is the body of `stmt` an optional import: `try:` with a handler catching ImportError (or
-    broader), or `with suppress(ImportError):`?"""
+    broader), `with suppress(ImportError):`, or an import a test asserts must fail (`with
+    pytest.raises(ImportError):`, `self.assertRaises(...)`, `match=` or not)?"""
     if isinstance(stmt, _TRY):
         return any(_catches_import_error(h.type) for h in stmt.handlers)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -345,7 +351,9 @@ def _guards(stmt) -> bool:
             if isinstance(call, ast.Call):
                 func = call.func
                 fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-                if fname == "suppress" and any(_catches_import_error(a) for a in call.args):
+                # `suppress` takes several exceptions; `raises` only its first argument.
+                args = call.args if fname == "suppress" else call.args[:1]
+                if fname in _RAISES and any(_catches_import_error(a) for a in args):
                     return True
     return False
 _STMT_LISTS = ("body", "orelse", "finalbody")
@@ -458,7 +466,7 @@ class _Scanner:
     def _call(self, node: ast.Call, lazy: bool, tc: bool, skip: set) -> None:
         func = node.func
         fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-        if fname not in ("import_module", "__import__") or not node.args:
+        if fname not in ("import_module", "__import__", "importorskip") or not node.args:
             return
         first = node.args[0]
         if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
@@ -471,7 +479,11 @@ class _Scanner:
                 level = len(target) - len(target.lstrip("."))
                 target = resolve_relative(pkg_arg.value, True, level, target.lstrip(".") or None) or target
         if _MODULE_RE.match(target):
-            self._ref(first, "importlib", target, lazy, tc)
+            outer, self.guarded = self.guarded, self.guarded or fname == "importorskip"  # skips when missing
+            try:
+                self._ref(first, "importlib", target, lazy, tc)
+            finally:
+                self.guarded = outer
             skip.add(id(first))  # reported once, as a dynamic import
 
 

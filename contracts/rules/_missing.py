@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 MODULE_RULE = "missing-module"
 NAME_RULE = "missing-name"
 MAX_LISTED = 5  # candidates named in a message
+# Directories that hold other projects' code: a module below one is suggested only in that project.
+_VENDOR_DIRS = frozenset({"_vendor", "vendor", "_vendored", "vendored", "extern", "_extern", "third_party"})
 
 
 def findings(model: Model, config: Config, spec: MissingSpec) -> list[Finding]:
@@ -148,14 +150,14 @@ class _Analysis:
                 return True
             if not self.checked(base):
                 return False
-            if not index.exists(base):
+            if index.missing(base):
                 return True
             return any(name != "*" and index.binds(base, name, self.internal) is False for name in s.names)
         if s.kind == "import":
-            return any(self.checked(m) and not index.exists(m) for m in s.names)
+            return any(self.checked(m) and index.missing(m) for m in s.names)
         if not self.checked(s.module):
             return False
-        if not index.exists(s.module):
+        if index.missing(s.module):
             return True
         return s.kind == "string" and index.binds(s.module, s.names[0].split(".", 1)[0], self.internal) is False
 
@@ -193,18 +195,18 @@ class _Analysis:
                 base = ref.imported
                 if not self.checked(base):
                     continue
-                if not index.exists(base):
+                if index.missing(base):
                     groups.setdefault((MODULE_RULE, ref.line, ref.col, base), [ref])
                     if ref.name and ref.name != "*":
                         groups[(MODULE_RULE, ref.line, ref.col, base)].append(ref.name)
                 elif ref.name and ref.name != "*" and index.binds(base, ref.name, self.internal) is False:
                     groups.setdefault((NAME_RULE, ref.line, ref.col, base), [ref]).append(ref.name)
             elif ref.kind in ("import", "importlib"):
-                if self.checked(ref.imported) and not index.exists(ref.imported):
+                if self.checked(ref.imported) and index.missing(ref.imported):
                     groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
             elif ref.kind == "string" and ref.attr and self.checked(ref.imported):
                 first = ref.attr.split(".", 1)[0]
-                if not index.exists(ref.imported):
+                if index.missing(ref.imported):
                     groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
                 elif index.binds(ref.imported, first, self.internal) is False:
                     groups.setdefault((NAME_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
@@ -229,7 +231,7 @@ class _Analysis:
             what += " under `TYPE_CHECKING`"
         elif ref.lazy and ref.kind in ("string", "importlib"):
             what += " in a function"
-        return what + (", guarded by `except ImportError`" if ref.guarded else "")
+        return what + (", guarded by `except ImportError` or a test expecting it to fail" if ref.guarded else "")
 
     def _climbs(self, f, ref) -> Finding:
         top = f.module.split(".", 1)[0]
@@ -244,7 +246,7 @@ class _Analysis:
             gone = f"`{module}` does not exist" + (
                 f" (nor does `{missing}`)" if missing != module else "")
             candidates = self._candidates(f, module, names)
-            hint, replacement = _hint(module, names, candidates)
+            hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
             shown = module + (f":{ref.attr}" if ref.kind == "string" else "")
             new = None
             if replacement is not None:
@@ -254,7 +256,7 @@ class _Analysis:
         out = []
         kept = names
         candidates = self._candidates(f, module, kept)
-        hint, replacement = _hint(module, kept, candidates)
+        hint, replacement = _unless_guarded(ref, *_hint(module, kept, candidates, self._proven(module, kept)))
         for name in kept:
             if ref.kind == "string":
                 shown, new = f"{module}:{ref.attr}", (f"{replacement}:{ref.attr}" if replacement else None)
@@ -273,14 +275,61 @@ class _Analysis:
         return out
 
     def _candidates(self, f, module: str, names: tuple[str, ...]) -> list[str]:
+        """The modules that define every one of `names` (or, with none, are named like `module`):
+        never the importing module itself, nor for a dunder (every module has its own), nor
+        outside the vendored package a vendored module belongs to."""
         index = self.index
+        if any(_dunder(n) for n in names):
+            return []
         if names:
             found = index.definers(names)
         else:
             found = {m for m in index.children(module.rpartition(".")[2]) if index.exists(m)}
-        found.discard(f.module)
-        found.discard(module)
-        return sorted(m for m in found if self.internal(m) and not any(is_under(m, p) for p in self.removed))
+        return sorted(m for m in found if self._may_be_home(f.module, module, names, m))
+
+    def _may_be_home(self, importer: str, module: str, names: tuple[str, ...], m: str) -> bool:
+        """Not the importing module (nor a package whose submodule `X` it is), not the missing
+        module, under `packages` and not removed, inside the vendored package `module` is in."""
+        if m in (importer, module) or any(f"{m}.{n}" == importer for n in names):
+            return False
+        home = _vendored_home(module)
+        return self.internal(m) and not any(is_under(m, p) for p in self.removed) and (
+            home is None or is_under(m, home))
+
+    def _proven(self, module: str, names: tuple[str, ...]):
+        """A test of one candidate: is it proven to be where `names` went? Only when the
+        statement imports names (a module named alike is a name match), each is defined in
+        that candidate by a `def`, a `class` or an assignment of something other than a literal,
+        at module level, and no other module of the tree defines it but by a literal (`X = None`,
+        a fallback; a submodule of that name counts, so a module in place of a name is never
+        proven), and the candidate is in the missing module's top-level package."""
+        from contracts.engine.index import plain_value, text_definitions  # (only for a finding)
+        from contracts.engine.scan import decode_source
+
+        def definition(m: str, name: str):
+            text = self.index.text(m)
+            try:
+                return text_definitions(decode_source(text)).get(name) if text is not None else None
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError):
+                return None
+
+        def placeholder(m: str, name: str) -> bool:
+            d = definition(m, name)
+            return d is not None and plain_value(d)
+
+        def proven(candidate: str) -> bool:
+            if not names or candidate.split(".", 1)[0] != module.split(".", 1)[0]:
+                return False
+            for name in names:
+                d = definition(candidate, name)
+                if d is None or plain_value(d):
+                    return False
+                # Another module's `name = None` (a fallback for a failed import) is no rival.
+                if not all(placeholder(m, name) for m in self.index.definers((name,)) - {candidate}):
+                    return False
+            return True
+
+        return proven
 
 
 def _first_missing(index: ModuleIndex, module: str) -> str:
@@ -293,16 +342,42 @@ def _first_missing(index: ModuleIndex, module: str) -> str:
     return module
 
 
-def _hint(module: str, names: tuple[str, ...], candidates: list[str]) -> tuple[str, str | None]:
-    """The "moved?" part of a message, and the replacement module when there is one."""
+def _unless_guarded(ref, hint: str, replacement: str | None) -> tuple[str, str | None]:
+    """A guarded import keeps its hint but is never rewritten: a test may assert that it fails."""
+    if ref.guarded and replacement is not None:
+        return f"{hint} (guarded: a test may expect it to fail; not fixed)", None
+    return hint, replacement
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _vendored_home(module: str) -> str | None:
+    """The vendored package `module` is in (`pip._vendor.six` for `pip._vendor.six.moves`), or None."""
+    parts = module.split(".")
+    for i, part in enumerate(parts[:-1]):
+        if part in _VENDOR_DIRS:
+            return ".".join(parts[: i + 2])
+    return None
+
+
+def _hint(module: str, names: tuple[str, ...], candidates: list[str], proven=lambda c: False
+          ) -> tuple[str, str | None]:
+    """The "moved?" part of a message, and the replacement module when the evidence proves it
+    (`proven`); a candidate chosen by a name match alone is a hint, with no replacement."""
     what = ", ".join(f"`{n}`" for n in names)
     last = module.rpartition(".")[2]
+    # At most one candidate can be proven (a proof leaves the others literal fallbacks only).
+    strong = [c for c in candidates if proven(c)] if len(candidates) <= MAX_LISTED else []
+    if strong:
+        return f"moved? `{strong[0]}` defines {what}", strong[0]
     chosen = candidates if len(candidates) <= 1 else [c for c in candidates if c.rpartition(".")[2] == last]
     if len(chosen) == 1:
         new = chosen[0]
         if names:
-            return f"moved? `{new}` defines {what}", new
-        return f"moved? `{new}` exists", new
+            return f"hint: `{new}` defines {what} (a name match, not proof: not fixed)", None
+        return f"hint: a module `{new}` exists (a name match, not proof: not fixed)", None
     if candidates:
         listed = ", ".join(f"`{c}`" for c in candidates[:MAX_LISTED])
         more = f" and {len(candidates) - MAX_LISTED} more" if len(candidates) > MAX_LISTED else ""

@@ -9,19 +9,32 @@ methods, class bodies, `if`/`try`/`with` and `if TYPE_CHECKING:` blocks,
 targets. A relative import that climbs above the top-level package is flagged too. A module
 exists when the tree has it as a `.py` file, a package directory (with or without
 `__init__.py`), a `.pyi` stub or an extension module (`.so`/`.pyd`, ABI-tagged names such as
-`foo.cpython-311-x86_64-linux-gnu.so` included). Each finding says whether the import is lazy
-(inside a function), type-only (`TYPE_CHECKING`) or at module level.
+`foo.cpython-311-x86_64-linux-gnu.so` included, built for any interpreter or platform). Each
+finding says whether the import is lazy (inside a function), type-only (`TYPE_CHECKING`) or at
+module level.
 
-When another module of the tree defines every name the statement imports (by `def`, `class` or
-assignment; a module that merely re-imports them is not where they moved) and is the only one
--- or the only one of several with the missing module's last name part -- the message says
-"moved? `new.module` defines `a`, `b`" and the finding's replacement names it. For `import
-a.b.c` (no names), a unique module named `c` elsewhere is the candidate. Several candidates are
-listed, never guessed.
+Unknown is not missing (`engine/runtime.py`): a module below an extension module (it registers
+its submodules when imported), below a module that writes into `sys.modules` under a key it
+computes or installs an import hook (`six.moves`), or named by a literal `sys.modules["a.b"]`
+key anywhere in the tree, is not reported.
+
+A fix needs evidence. When one module of the missing module's top-level package defines every
+name the statement imports by a `def`, a `class` or an assignment of something other than a
+literal, at module level, and no other module defines them (but by a literal fallback such as
+`X = None`), the message says "moved? `new.module` defines `a`, `b`" and the finding's
+replacement names it. A weaker match -- a literal, a definition inside a block, a package whose
+submodule has the name (a module in place of a name), a unique module named like the missing
+one for `import a.b.c`, the one of several candidates sharing the missing module's last name
+part -- is a "hint: `new.module` defines `a` (a name match, not proof: not fixed)". Never
+suggested: the importing module itself, a module for a dunder, a module outside the vendored
+package (`_vendor/x`) a vendored module belongs to. Several candidates are listed, never guessed.
 
 Not flagged: imports inside a `try:` whose handlers catch `ImportError`, `ModuleNotFoundError`,
 `Exception`, `BaseException` or everything (and `with suppress(ImportError):`) -- optional by
-intent -- unless `include_guarded = true`; modules outside `packages`; modules under a prefix a
+intent -- and imports a test asserts must fail (`with pytest.raises(ImportError):`, `raises(...)`,
+`self.assertRaises(...)`/`assertRaisesRegex(...)` with one of those exceptions or a tuple
+holding one, `match=` or not; `pytest.importorskip("...")`) -- unless `include_guarded = true`,
+and then never fixable; modules outside `packages`; modules under a prefix a
 `removed_modules` contract of the same configuration names (`removed-module` reports those);
 plain dotted strings without `:` (they are as often logger names or attribute paths).
 
@@ -43,9 +56,9 @@ def load():
 ```
 
 ## Fix safety
-Sometimes: `--fix` rewrites the statement (or string) to the unique candidate, with the same
-machinery and guarantees as the `removed-module` fix; with several candidates or none it is
-reported, not guessed.
+Sometimes: `--fix` rewrites the statement (or string) to the proven candidate (see above), with
+the same machinery and guarantees as the `removed-module` fix; a hint, several candidates or
+none are reported, not guessed.
 
 ## Options
 `packages`, `include_guarded`, `ignore_imports` (import-linter's syntax, `*`/`**` wildcards;

@@ -9,9 +9,16 @@ targets) where `M` is a module under the contract's `packages` that exists but n
 `if`/`try`/`with`/`for`/`while` blocks at module level. Star imports of modules under `packages`
 are followed (through cycles). When `M` has a module-level `__getattr__`, binds names through
 `globals()`, `vars()`, `exec` or `sys.modules[__name__]`, star-imports something outside
-`packages`, or is an extension module, nothing is said: unknown is not missing. Each finding
+`packages`, writes into `sys.modules`, imports from a module that sets attributes on a computed
+`sys.modules[...]` entry, or is an extension module (any tag; with a non-empty `.pyi` beside it
+the stub is the truth), nothing is said; nor for a name another module assigns onto `M` at run
+time (`setattr(pkg.sub, "X", v)`, `pkg.sub.X = v`, through an alias or `sys.modules["pkg.sub"]`),
+nor for the attributes every module has (`__doc__`, `__file__`, `__name__`, `__package__`,
+`__spec__`, `__loader__`, `__builtins__`, `__cached__`, `__annotations__`, `__dict__`; `__path__`
+of a package): unknown is not missing. Each finding
 says whether the import is lazy, type-only or at module level, and, as `missing-module` does,
-where the name moved when one module defines it ("moved? `new.module` defines `X`").
+where the name moved when the evidence proves it ("moved? `new.module` defines `X`"; a name
+match alone is a "hint:", see `missing-module`).
 
 Not flagged: guarded imports (see `missing-module`) unless `include_guarded = true`.
 
@@ -31,8 +38,9 @@ from sglang.srt.utils.device import get_device_name
 ```
 
 ## Fix safety
-Sometimes: with a unique defining module, `--fix` moves the name to `from new.module import X`
-(a statement of its own when other names stay); otherwise reported, not guessed.
+Sometimes: with a proven new home (see `missing-module`), `--fix` moves the name to `from
+new.module import X` (a statement of its own when other names stay); otherwise reported, not
+guessed.
 
 ## Options
 `packages`, `include_guarded`, `ignore_imports` (matched as `importer -> M.X`).
