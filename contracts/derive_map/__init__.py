@@ -46,9 +46,19 @@ def _check_prefix(prefix: str, directory: str, option: str, shown: str) -> None:
     if not _MODULE_RE.match(prefix):
         raise UsageError(f"--removed {prefix}: not a dotted module name")
     path = os.path.join(directory, *prefix.split("."))
-    if not (os.path.isdir(path) or os.path.isfile(path + ".py")):
+    if not (os.path.isdir(path) or os.path.isfile(path + ".py") or _compiled(path)):
         raise UsageError(f"--removed {prefix}: no package or module {prefix} under {option} "
                          f"{shown} (no {os.path.join(*prefix.split('.'))}/ or .py in it)")
+
+
+def _compiled(path: str) -> bool:
+    """Is there an extension module `path.*.so` / `.pyd` (ABI-tagged or not)?"""
+    folder, stem = os.path.split(path)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(n.endswith((".so", ".pyd")) and n.split(".", 1)[0] == stem for n in names)
 
 
 def _check_dir(directory: str, option: str) -> str:
@@ -66,7 +76,11 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint derive-map",
                 description="Print `replacements` lines for a removed_modules contract, derived from "
                             "compat shims in one tree, or from two versions of the tree.")
-    p.add_argument("--removed", required=True, metavar="PREFIX", help="the removed module prefix, e.g. sglang.jit_kernel")
+    p.add_argument("--removed", action="append", metavar="PREFIX",
+                   help="a removed module prefix, e.g. sglang.jit_kernel (repeatable: the prefixes "
+                        "accumulate). With --before/--after it may be left out: every module of --before "
+                        "that --after does not have; a PREFIX that --after still has stands for its "
+                        "modules that --after does not have. Required with --src")
     p.add_argument("--src", metavar="DIR", help="one tree mid-migration: the directory that contains the "
                    "root package (default: .)")
     p.add_argument("--before", metavar="TREE", help="the tree before the move: a directory that contains the "
@@ -79,30 +93,41 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.before is None and args.after is None and not args.removed:
+        parser.error("the following arguments are required: --removed (with --src; with --before/--after "
+                     "it may be left out)")
     try:
         if (args.before is None) != (args.after is None):
             raise UsageError("--before and --after go together")
         if args.before is not None:
             if args.src is not None:
                 raise UsageError("--src is for one tree; with --before/--after leave it out")
-            if not _MODULE_RE.match(args.removed):
-                raise UsageError(f"--removed {args.removed}: not a dotted module name")
+            removed = tuple(dict.fromkeys(args.removed or ()))
+            for prefix in removed:
+                if not _MODULE_RE.match(prefix):
+                    raise UsageError(f"--removed {prefix}: not a dotted module name")
             before = open_tree(args.before, "--before")
             after = open_tree(args.after, "--after")
-            _check_prefix(args.removed, before, "--before", args.before)
-            root = args.removed.split(".", 1)[0]
-            if not (os.path.isdir(os.path.join(after, root)) or os.path.isfile(os.path.join(after, root + ".py"))):
-                raise UsageError(f"--after {args.after}: does not contain the root package '{root}'")
-            result = moved_map(before, after, args.removed)
-            header = f"derive-map --before {args.before} --after {args.after} --removed {args.removed}"
-            command = {"before": args.before, "after": args.after, "removed": args.removed}
+            for prefix in removed:
+                _check_prefix(prefix, before, "--before", args.before)
+                root = prefix.split(".", 1)[0]
+                if not (os.path.isdir(os.path.join(after, root)) or os.path.isfile(os.path.join(after, root + ".py"))):
+                    raise UsageError(f"--after {args.after}: does not contain the root package '{root}'")
+            result = moved_map(before, after, removed or None)
+            shown = "".join(f" --removed {p}" for p in removed)
+            header = f"derive-map --before {args.before} --after {args.after}{shown}"
+            command = {"before": args.before, "after": args.after,
+                       "removed": removed[0] if len(removed) == 1 else list(removed) or None}
         else:
+            if len(args.removed) > 1:
+                raise UsageError("--src takes one --removed PREFIX (the shims of one prefix)")
             src = _check_dir(args.src if args.src is not None else ".", "--src")
-            _check_prefix(args.removed, src, "--src", args.src or ".")
-            result = shim_map(src, args.removed)
-            header = f"derive-map --src {args.src or '.'} --removed {args.removed}"
-            command = {"src": args.src or ".", "removed": args.removed}
+            _check_prefix(args.removed[0], src, "--src", args.src or ".")
+            result = shim_map(src, args.removed[0])
+            header = f"derive-map --src {args.src or '.'} --removed {args.removed[0]}"
+            command = {"src": args.src or ".", "removed": args.removed[0]}
     except NamespaceLintError as e:
         print(f"namespace-lint derive-map: error: {e}", file=sys.stderr)
         return EXIT_USAGE

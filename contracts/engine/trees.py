@@ -54,9 +54,20 @@ def is_requirement(spec: str) -> bool:
     return bool(_REQUIREMENT_RE.match(spec)) and not os.path.exists(spec)
 
 
+_downloaded: dict[str, str] = {}  # name==version -> its directory: one download per run
+
+
 def open_tree(spec: str, option: str) -> str:
     """The directory that holds the packages of `spec` (see the module docstring). Raises
     UsageError with `option` in the message when it cannot be had."""
+    if not is_requirement(spec):
+        return _open_tree(spec, option)
+    if spec not in _downloaded:
+        _downloaded[spec] = _open_tree(spec, option)
+    return _downloaded[spec]
+
+
+def _open_tree(spec: str, option: str) -> str:
     if os.path.isdir(spec):
         return os.path.abspath(spec)
     if os.path.isfile(spec):
