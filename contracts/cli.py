@@ -289,10 +289,11 @@ def _upgrade_parser() -> argparse.ArgumentParser:
     p.add_argument("package", metavar="PACKAGE", help="the dependency's top-level package, e.g. sglang")
     spec = ("a directory that holds PACKAGE, a wheel, or name==version (fetched as a wheel with "
             "`pip download --no-deps --only-binary :all:`; never built from an sdist)")
-    p.add_argument("--to", required=True, metavar="SPEC", help=f"the release to run on: {spec}")
+    p.add_argument("--to", metavar="SPEC", help=f"the release to run on: {spec}; default: the `target` of "
+                   f"the config's dependency_upgrade contract for PACKAGE")
     p.add_argument("--from", dest="from_spec", metavar="SPEC", help=f"the release the project was written "
-                   f"against (where things moved from): {spec}; default: the installed distribution of "
-                   f"PACKAGE, read as files")
+                   f"against (where things moved from): {spec}; default: the contract's `source`, else "
+                   f"the installed distribution of PACKAGE, read as files")
     p.add_argument("--config", metavar="FILE", help="the project's import-linter config (default: found "
                    "upward, as for check): its root packages and importer_paths are the project")
     p.add_argument("--root-package", action="append", metavar="NAME", help="no config file: the "
@@ -320,13 +321,18 @@ def _upgrade_parser() -> argparse.ArgumentParser:
 
 def _upgrade(argv: list[str]) -> int:
     """`namespace-lint upgrade`: `contracts.upgrade` on the project, reported as `check` reports."""
+    from contracts.check import Result
     from contracts.errors import UsageError
     from contracts.terminal import Progress
-    from contracts.upgrade import open_upgrade
+    from contracts.upgrade import contract_upgrade, open_upgrade
 
     args = _upgrade_parser().parse_args(argv)
     timings: dict[str, float] = {}
     cfg, src, _ = _project(args, timings)
+    spec = next((s for s in cfg.upgrades if s.package == args.package), None)
+    if args.to is None and spec is None:
+        raise UsageError(f"--to SPEC: name the release of `{args.package}` to check against (or configure a "
+                         f"dependency_upgrade contract with package = {args.package})")
     for p in args.paths:
         if not os.path.exists(p):
             raise UsageError(f"PATH {p}: no such file or directory")
@@ -335,17 +341,26 @@ def _upgrade(argv: list[str]) -> int:
     progress = Progress(enabled=None if not args.quiet else False)
     clock = time.perf_counter()
     with progress.phase("reading the releases"):
-        upgrade = open_upgrade(args.package, args.to, args.from_spec)
+        if args.to is None:
+            upgrade = contract_upgrade(cfg, spec) if args.from_spec is None else \
+                contract_upgrade(cfg, type(spec)(spec.id, spec.name, spec.package, spec.target, args.from_spec))
+            args.to = upgrade.to.spec
+        else:
+            upgrade = open_upgrade(args.package, args.to, args.from_spec)
     timings["releases"] = time.perf_counter() - clock
     if args.fix or args.diff:
         args.verify_against = args.to  # a rewrite is written only when it resolves in --to
+
+    def checked() -> Result:
+        findings, files = upgrade.check(cfg, src, args.paths or None)
+        return Result(files_scanned=files, files_total=files, findings=findings, src=os.path.abspath(src))
+
     with progress.phase("checking"):
-        result = upgrade.check(cfg, src, args.paths or None)
+        result = checked()
     if upgrade.old is None and not args.quiet:
         print(f"namespace-lint: notice: no --from release (and `{args.package}` is not installed): "
               f"findings say what is missing, not where it went", file=sys.stderr)
-    return _report(args, cfg, src, result, progress, timings,
-                   lambda: upgrade.check(cfg, src, args.paths or None))
+    return _report(args, cfg, src, result, progress, timings, checked)
 
 
 def _rules_parser() -> argparse.ArgumentParser:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 
-from contracts.check import Result
 from contracts.config import Config
 from contracts.derive_map.model import SAME_DEFINITION, TIE_MARGIN, Derived
 from contracts.derive_map.moves import derive
@@ -42,7 +41,7 @@ from contracts.engine.importers import Layout, importer_files, importer_name
 from contracts.engine.index import TreeIndex
 from contracts.engine.resolve import is_under
 from contracts.engine.scan import scan_source, searchable
-from contracts.engine.trees import open_tree
+from contracts.engine.trees import is_requirement, open_tree
 from contracts.errors import UsageError
 from contracts.findings import Finding
 
@@ -134,9 +133,9 @@ class Upgrade:
 
     # ---- the project
 
-    def check(self, cfg: Config, src: str, paths: list[str] | None = None) -> Result:
-        """The findings of every file of the project (the root packages under `src`, the
-        `importer_paths`), filtered to `paths` when given."""
+    def check(self, cfg: Config, src: str, paths: list[str] | None = None) -> tuple[list[Finding], int]:
+        """(the findings of every file of the project -- the root packages under `src`, the
+        `importer_paths` -- filtered to `paths` when given; the number of files read)."""
         src = os.path.abspath(src)
         layout = Layout(cfg.base, tuple(cfg.exclude), tuple(cfg.importer_paths))
         files = [(f.path, f.rel, f.module, f.is_package) for f in discover(src, cfg.root_packages, layout).files]
@@ -165,7 +164,7 @@ class Upgrade:
             wanted = {os.path.relpath(os.path.abspath(p), src).replace(os.sep, "/") for p in paths}
             findings = [f for f in findings if any(f.path == w or f.path.startswith(w + "/") or w == "."
                                                    for w in wanted)]
-        return Result(files_scanned=len(files), files_total=len(files), findings=findings, src=src)
+        return findings, len(files)
 
     def _file(self, rel: str, module: str, refs) -> list[Finding]:
         out: list[Finding] = []
@@ -364,6 +363,23 @@ class Upgrade:
 def _module_of(ref) -> str:
     """A string target's module: `a.b` of `a.b:c`; `a.b` of a dotted `a.b.c` (its parent)."""
     return ref.imported if ref.attr else ref.imported.rpartition(".")[0] or ref.imported
+
+
+_OPENED: dict[tuple, Upgrade] = {}  # one reading of the releases per process (both faces, every contract)
+
+
+def contract_upgrade(cfg: Config, spec) -> Upgrade:
+    """The `Upgrade` a `dependency_upgrade` contract names (`config.UpgradeSpec`): paths are
+    relative to the config file's directory."""
+    def located(value: str | None) -> str | None:
+        if value is None or is_requirement(value):
+            return value
+        return os.path.normpath(os.path.join(cfg.base, value))
+
+    key = (spec.package, located(spec.target), located(spec.source))
+    if key not in _OPENED:
+        _OPENED[key] = open_upgrade(*key)
+    return _OPENED[key]
 
 
 def open_upgrade(package: str, to_spec: str, from_spec: str | None) -> Upgrade:

@@ -284,3 +284,71 @@ def test_bad_to_is_one_line_exit_2(releases, tmp_path):
     before, _after, project = releases
     code, _, err = upgrade(project, before, tmp_path / "nowhere")
     assert code == 2 and "--to" in err and "Traceback" not in err
+
+
+# ---- the CI contract: `dependency_upgrade` in the project's config, both faces
+
+CI_CONFIG = """\
+[importlinter]
+root_packages =
+    app
+contract_types =
+    dependency_upgrade: contracts.DependencyUpgradeContract
+
+[importlinter:contract:runs-on-lib-2]
+name = We run on lib 2
+type = dependency_upgrade
+package = lib
+target = vendor/after
+source = vendor/before
+"""
+
+
+@pytest.fixture
+def ci_project(tmp_path) -> Path:
+    project = write_tree(tmp_path / "project", PROJECT, config=CI_CONFIG)
+    write_tree(project / "vendor" / "before", BEFORE, config=None)
+    write_tree(project / "vendor" / "after", AFTER, config=None)
+    return project
+
+
+def check(project: Path, *args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()), cwd(project):
+        code = main(["--no-cache", *args])
+    return code, out.getvalue()
+
+
+def test_contract_is_broken_by_each_broken_reference(ci_project):
+    code, out = check(ci_project, "--output-format", "json")
+    found = {f["line"]: (f["rule"], f["replacement"] is not None) for f in json.loads(out)["findings"]}
+    assert code == 1 and found == EXPECTED
+
+
+def test_contract_is_kept_after_the_upgrade_fix_leaves_nothing(ci_project):
+    main_py = ci_project / "app" / "main.py"
+    with cwd(ci_project), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["upgrade", "lib", "--fix"]) == 1  # --to and --from: the contract's
+        assert main(["upgrade", "other", "--fix"]) == 2  # no contract for `other`, no --to
+    left = {f["line"] for f in json.loads(check(ci_project, "--output-format", "json")[1])["findings"]}
+    assert left == LEFT
+    kept = [line for i, line in enumerate(main_py.read_text().splitlines(), 1) if i not in LEFT]
+    main_py.write_text("\n".join(kept) + "\n")
+    assert check(ci_project)[0] == 0
+
+
+def test_contract_is_invalid_without_a_target(ci_project):
+    (ci_project / ".importlinter").write_text(CI_CONFIG.replace("target = vendor/after\n", ""))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), cwd(ci_project):
+        assert main(["--no-cache"]) == 2
+    assert "'target'" in err.getvalue()
+
+
+def test_lint_imports_runs_the_contract(ci_project):
+    from tests.contracts.conftest import run_cli
+
+    done = run_cli(["lint-imports", "--no-cache"], cwd=ci_project)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "We run on lib 2 BROKEN" in done.stdout
+    assert "app/main.py:3:1: missing-module" in done.stdout
