@@ -176,49 +176,85 @@ def findings(project: Path, before: Path, after: Path) -> dict[int, dict]:
     return {f["line"]: f for f in found}
 
 
-def unresolved(project: Path, release: Path) -> list[str]:
-    """Every `from lib... import name` / `import lib...` / "lib.mod:attr" of the project that does
-    not resolve in `release`, by its own reading of the files (`ast`; not the tool's index)."""
-    def module_file(module: str) -> Path | None:
-        base = release.joinpath(*module.split("."))
-        for p in (base.with_suffix(".py"), base / "__init__.py"):
-            if p.is_file():
-                return p
-        if base.parent.is_dir() and any(n.startswith(base.name + ".") and n.endswith(".so")
-                                        for n in os.listdir(base.parent)):
-            return base  # an extension module: its names are unknown, not missing
-        return None
+def _module_file(release: Path, module: str) -> Path | None:
+    """The file of `module` in `release` (an extension module: its directory entry), or None."""
+    base = release.joinpath(*module.split("."))
+    for p in (base.with_suffix(".py"), base / "__init__.py"):
+        if p.is_file():
+            return p
+    if base.is_dir() or base.parent.is_dir() and any(
+            n.startswith(base.name + ".") and n.endswith((".so", ".pyd")) for n in os.listdir(base.parent)):
+        return base  # a namespace package, or an extension module (its names are unknown, not missing)
+    return None
 
-    def binds(module: str, name: str) -> bool:
-        path = module_file(module)
-        if path is None:
-            return False
-        if not path.suffix == ".py" or module_file(f"{module}.{name}") is not None:
+
+def _binds(release: Path, module: str, name: str, seen: frozenset = frozenset()) -> bool:
+    """Does `from module import name` find `name` in `release`? Read with `ast`: definitions,
+    assignments and imports at module level (inside `if`/`try` too), star imports followed."""
+    path = _module_file(release, module)
+    if path is None or module in seen:
+        return False
+    if path.suffix != ".py" or _module_file(release, f"{module}.{name}") is not None:
+        return True
+    package = path.name == "__init__.py"
+    stack = list(ast.parse(path.read_bytes()).body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            stack += node.body + node.orelse + getattr(node, "finalbody", []) + [
+                s for h in getattr(node, "handlers", []) for s in h.body]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return True
-        tree = ast.parse(path.read_text())
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
                 return True
-            if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+        elif isinstance(node, ast.Import):
+            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
                 return True
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        elif isinstance(node, ast.ImportFrom):
+            if any((a.asname or a.name) == name for a in node.names):
                 return True
+            if any(a.name == "*" for a in node.names):
+                base = module.split(".") if package else module.split(".")[:-1]
+                source = node.module or ""
+                if node.level:
+                    source = ".".join(base[:len(base) - node.level + 1] + ([source] if source else []))
+                if _binds(release, source, name, seen | {module}):
+                    return True
+    return False
+
+
+def unresolved(project: Path, release: Path, package: str = "lib") -> list[tuple[str, int]]:
+    """(file, line) of every reference of the project to `package` that does not resolve in
+    `release` -- `from m import n`, `import m`, `import_module("m")`, "m:attr" and a dotted
+    "m.attr" string -- by its own reading of the files (`ast`; not the tool's index)."""
+    def dotted(text: str) -> bool:
+        parts = text.split(".")
+        for i in range(len(parts), 0, -1):
+            head = ".".join(parts[:i])
+            if _module_file(release, head) is not None:
+                return i == len(parts) or _binds(release, head, parts[i])
         return False
 
     bad = []
     for path in sorted(project.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "lib":
-                bad += [f"{node.module}.{a.name}" for a in node.names if not binds(node.module, a.name)]
+        rel = path.relative_to(project).as_posix()
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            line = getattr(node, "lineno", 0)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package and not node.level:
+                if any(not _binds(release, node.module, a.name) for a in node.names):
+                    bad.append((rel, line))
             elif isinstance(node, ast.Import):
-                bad += [a.name for a in node.names if a.name.split(".")[0] == "lib" and module_file(a.name) is None]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("lib."):
+                if any(a.name.split(".")[0] == package and _module_file(release, a.name) is None for a in node.names):
+                    bad.append((rel, line))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.startswith(package + ".") and " " not in node.value:
                 module, _, attr = node.value.partition(":")
-                if not attr:
-                    module, _, attr = module.rpartition(".")
-                if not binds(module, attr.split(".")[0]):
-                    bad.append(node.value)
-    return sorted(bad)
+                ok = _binds(release, module, attr.split(".")[0]) if attr else dotted(module)
+                if not ok:
+                    bad.append((rel, line))
+    return sorted(set(bad))
 
 
 def test_reports_each_broken_reference_with_what_is_known(releases):
@@ -233,6 +269,8 @@ def test_reports_each_broken_reference_with_what_is_known(releases):
     assert "is defined nowhere in" in found[7]["message"]
     assert "`lib.a1.amb`" in found[8]["message"] and "`lib.a2.amb`" in found[8]["message"]
     assert all(f["importer"] == "app.main" for f in found.values())
+    # every reference that does not resolve (by an independent reading) is reported, and no other
+    assert unresolved(project, after) == [("app/main.py", line) for line in sorted(EXPECTED)]
 
 
 def test_an_extension_module_is_unknown_not_missing(releases):
@@ -252,8 +290,8 @@ def test_diff_writes_nothing_and_fix_leaves_only_what_has_no_home(releases):
     assert code == 1  # the deleted module, the deleted name and the ambiguous move are left
     left = findings(project, before, after)
     assert set(left) == LEFT
-    assert unresolved(project, after) == sorted(["lib.deleted.gone", "lib.stays.deleted_fn", "lib.amb.f1"])
-    assert unresolved(project, before) != []  # the resolver can fail: the fixed file is broken in `before`
+    assert unresolved(project, after) == [("app/main.py", line) for line in sorted(LEFT)]
+    assert len(unresolved(project, before)) == 5  # the resolver can fail: the fixed lines are new in `after`
 
 
 def test_clean_project_exits_zero(releases):
