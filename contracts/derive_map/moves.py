@@ -94,7 +94,7 @@ class _Matcher:
         self.old, self.new, self.prefixes = old, new, prefixes
         self.by_name: dict[str, set[str]] = {}
         self.by_bare: dict[str, set[str]] = {}
-        for m in new.files:
+        for m in sorted(set(new.files) | new.compiled):
             if under_any(m, prefixes):
                 continue  # still there: not where anything moved to
             last = m.rsplit(".", 1)[-1]
@@ -130,7 +130,9 @@ class _Matcher:
                     len(mine) == 1 and evidence and shared[0][1] == 1.0):
                 continue
             best = Evidence(how, s, shared)
-            if how != "content" and s < MODULE_MIN and _same_names(mine, self.new.definitions(c)):
+            if module in self.old.compiled and c in self.new.compiled:
+                best = Evidence(f"{how}, compiled", 1.0)  # no code to compare: the name is the evidence
+            elif how != "content" and s < MODULE_MIN and _same_names(mine, self.new.definitions(c)):
                 # Moved and edited at once (a parameter added to each class): the same set of
                 # functions and classes under the same or a folded name is the evidence.
                 best = Evidence(f"{how}, same definitions", MODULE_MIN, shared)
@@ -240,7 +242,8 @@ def _roots(before: str, after: str, prefix) -> tuple[str, ...]:
 def gone_prefixes(old: TreeIndex, new: TreeIndex, within: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The modules of `old` that `new` does not have, each under the highest such package only
     (`a.b` for `a.b` and `a.b.c`), optionally only those under `within`."""
-    gone = sorted(m for m in old.files if not new.has_module(m) and (not within or under_any(m, within)))
+    gone = sorted(m for m in set(old.files) | old.compiled
+                  if not new.has_module(m) and (not within or under_any(m, within)))
     out: list[str] = []
     for m in gone:
         if not out or not is_under(m, out[-1]):
@@ -258,7 +261,7 @@ def derive(old: TreeIndex, new: TreeIndex, prefix: str | tuple[str, ...] | None)
         asked = (prefix,) if isinstance(prefix, str) else tuple(dict.fromkeys(prefix))
         kept = tuple(p for p in asked if new.has_module(p))
         prefixes = tuple(p for p in asked if p not in kept) + (gone_prefixes(old, new, kept) if kept else ())
-    modules = sorted(m for m in old.files if under_any(m, prefixes))
+    modules = sorted(m for m in set(old.files) | old.compiled if under_any(m, prefixes))
     result = Derived(modules)
     matcher = _Matcher(old, new, prefixes)
     # Deepest first: a package is confirmed by where its submodules went.

@@ -289,8 +289,11 @@ class TreeIndex:
         self.roots = tuple(roots)
         # A file whose path is not a dotted name (`csrc/fast-hadamard-transform/x.py`) cannot be
         # imported, so it is not a module anything refers to.
-        self.files: dict[str, SourceFile] = {
-            m: f for m, f in discover(self.src, self.roots).by_module.items() if _MODULE_RE.match(m)}
+        found = discover(self.src, self.roots)
+        self.files: dict[str, SourceFile] = {m: f for m, f in found.by_module.items() if _MODULE_RE.match(m)}
+        # Extension modules (`.so`, `.pyd`): modules like any other, whose names cannot be read.
+        self.compiled: set[str] = {m for m, kind in found.other_modules.items()
+                                   if kind == "extension" and _MODULE_RE.match(m) and m not in self.files}
         self._trees: dict[str, ast.Module | None] = {}
         self._names: dict[str, ModuleNames] = {}
         self._defs: dict[str, dict[str, Definition]] = {}
@@ -321,8 +324,8 @@ class TreeIndex:
         return f is not None and f.is_package
 
     def has_module(self, module: str) -> bool:
-        """A file, or a directory inside a root package (a namespace package)."""
-        if module in self.files:
+        """A file (an extension module too), or a directory inside a root package (a namespace package)."""
+        if module in self.files or module in self.compiled:
             return True
         if not _MODULE_RE.match(module) or module.split(".", 1)[0] not in self.roots:
             return False

@@ -1,0 +1,85 @@
+"""`derive-map` in one call (issue 31): `--removed` repeated or left out, a prefix the after tree
+still has, a module made private (`foo` -> `_foo`) with edited bodies, compiled modules."""
+
+from __future__ import annotations
+
+import json
+
+from contracts.cli import main
+from tests.contracts.conftest import write_tree
+
+CODE = "def {0}(a, b):\n    total = a\n    for i in range(b):\n        total += i * {1}\n    return total\n\n\n"
+
+
+def fns(*names: str, k: int = 3) -> str:
+    return "".join(CODE.format(n, k) for n in names)
+
+
+def derive(capsys, before, after, *args: str) -> tuple[int, dict]:
+    code = main(["derive-map", "--before", str(before), "--after", str(after), "--format", "json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def trees(tmp_path, before: dict, after: dict):
+    return (write_tree(tmp_path / "b", {"pkg/__init__.py": "", **before}, config=None),
+            write_tree(tmp_path / "a", {"pkg/__init__.py": "", **after}, config=None))
+
+
+def test_repeated_removed_prefixes_accumulate(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/one.py": fns("f1", "g1"), "pkg/two.py": fns("f2", "g2")},
+                 {"pkg/new/__init__.py": "", "pkg/new/one.py": fns("f1", "g1"), "pkg/new/two.py": fns("f2", "g2")})
+    _, data = derive(capsys, b, a, "--removed", "pkg.one", "--removed", "pkg.two")
+    assert data["replacements"] == ["pkg.one -> pkg.new.one", "pkg.two -> pkg.new.two"]
+    _, data = derive(capsys, b, a, "--removed", "pkg.two")
+    assert data["replacements"] == ["pkg.two -> pkg.new.two"]
+
+
+def test_without_removed_every_module_the_after_tree_lacks_is_mapped(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/one.py": fns("f1", "g1"), "pkg/stays.py": fns("s1", "s2"),
+                            "pkg/old/__init__.py": "", "pkg/old/two.py": fns("f2", "g2")},
+                 {"pkg/stays.py": fns("s1", "s2"), "pkg/new/__init__.py": "", "pkg/new/one.py": fns("f1", "g1"),
+                  "pkg/new/two.py": fns("f2", "g2")})
+    code, data = derive(capsys, b, a)
+    assert {m["module"] for m in data["modules"]} == {"pkg.one", "pkg.old", "pkg.old.two"}
+    assert "pkg.one -> pkg.new.one" in data["replacements"]
+    assert "pkg.old.two -> pkg.new.two" in data["replacements"]
+
+
+def test_a_prefix_the_after_tree_still_has_stands_for_its_modules_that_are_gone(tmp_path, capsys):
+    # `pkg.sub.a` stays; an identical constant elsewhere is no evidence that it moved.
+    b, a = trees(tmp_path, {"pkg/sub/__init__.py": "", "pkg/sub/a.py": "MAX_INT = 2 ** 31\n" + fns("ka", "kb"),
+                            "pkg/sub/gone.py": fns("f1", "g1")},
+                 {"pkg/sub/__init__.py": "", "pkg/sub/a.py": "MAX_INT = 2 ** 31\n" + fns("ka", "kb"),
+                  "pkg/other/__init__.py": "", "pkg/other/_b.py": "MAX_INT = 2 ** 31\n",
+                  "pkg/other/gone.py": fns("f1", "g1")})
+    _, data = derive(capsys, b, a, "--removed", "pkg.sub")
+    assert [m["module"] for m in data["modules"]] == ["pkg.sub.gone"]
+    assert data["replacements"] == ["pkg.sub.gone -> pkg.other.gone"]
+
+
+EDITED = ("def {0}(a, b, scale=1.0, *, name=None):\n    if name is None:\n        name = str(a)\n"
+          "    values = [a * scale] * b\n    return name, sum(values)\n\n\n")
+
+
+def test_a_module_made_private_with_edited_bodies_is_matched_by_its_definitions_names(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/m/__init__.py": "", "pkg/m/foo.py": fns("Foo", "make_foo", k=3)},
+                 {"pkg/m/__init__.py": "", "pkg/m/_foo.py": EDITED.format("Foo") + EDITED.format("make_foo")})
+    _, data = derive(capsys, b, a)
+    entry = next(m for m in data["modules"] if m["module"] == "pkg.m.foo")
+    assert entry["status"] == "mapped" and entry["target"] == "pkg.m._foo"
+    assert entry["how"] == "folded name, same definitions"
+
+
+def test_the_same_names_alone_do_not_match_an_unrelated_name(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/foo.py": fns("Foo", "make_foo", k=3)},
+                 {"pkg/bar.py": EDITED.format("Foo") + EDITED.format("make_foo")})
+    _, data = derive(capsys, b, a)
+    assert next(m for m in data["modules"] if m["module"] == "pkg.foo")["status"] == "unmatched"
+
+
+def test_a_compiled_module_is_a_module_like_any_other(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/sub/__init__.py": "", "pkg/sub/libfoo.cpython-311-x86_64-linux-gnu.so": ""},
+                 {"pkg/sub/__init__.py": "", "pkg/_native/__init__.py": "",
+                  "pkg/_native/libfoo.cpython-311-x86_64-linux-gnu.so": ""})
+    code, data = derive(capsys, b, a, "--removed", "pkg.sub.libfoo")
+    assert code == 0 and data["replacements"] == ["pkg.sub.libfoo -> pkg._native.libfoo"]
