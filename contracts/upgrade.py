@@ -28,6 +28,7 @@ Nothing of the project or of either release is imported or run.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 
@@ -40,7 +41,7 @@ from contracts.engine.discover import discover
 from contracts.engine.importers import Layout, importer_files, importer_name
 from contracts.engine.index import TreeIndex
 from contracts.engine.resolve import is_under
-from contracts.engine.scan import scan_source, searchable
+from contracts.engine.scan import ImportRef, decode_source, scan_source, searchable
 from contracts.engine.trees import is_requirement, open_tree
 from contracts.errors import UsageError
 from contracts.findings import Finding
@@ -156,7 +157,8 @@ class Upgrade:
                 continue
             result = scan_source(data, module, is_package, (word,))
             if result.error is None:
-                scanned.append((rel, module, [r for r in result.refs if is_under(r.imported, self.package)]))
+                refs = [r for r in result.refs if is_under(r.imported, self.package)]
+                scanned.append((rel, module, refs + self._attribute_uses(data, refs)))
         self._derive_for({r.imported for _, _, refs in scanned for r in refs if not self.to.index.exists(r.imported)}
                          | {_module_of(r) for _, _, refs in scanned for r in refs if r.kind == "string"})
         findings = sorted({f for rel, module, refs in scanned for f in self._file(rel, module, refs)})
@@ -184,6 +186,9 @@ class Upgrade:
                     groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
             elif ref.kind == "string":
                 out.extend(self._string(rel, module, ref))
+            elif ref.kind == "attribute" and self.to.index.exists(ref.imported) \
+                    and self.to.index.binds(ref.imported, ref.name) is False:
+                out.extend(self._missing_names(rel, module, ref, ref.imported, (ref.name,)))
         for (rule, _line, _col, imported), (ref, *names) in groups.items():
             names = tuple(dict.fromkeys(names))
             if rule == MODULE_RULE:
@@ -191,6 +196,32 @@ class Upgrade:
             else:
                 out.extend(self._missing_names(rel, module, ref, imported, names))
         return out
+
+    # ---- `import pkg.mod as m; m.X`: the names used through a module alias
+
+    def _attribute_uses(self, data: bytes, refs) -> list:
+        """`m.X` for each alias `m` bound to a module of PACKAGE (`import a.b as m`, `from a import
+        b as m` with `a.b` a module), as a `from a.b import X` reference at the attribute's place
+        (`kind` "attribute": reported, never rewritten: the fix rewrites statements)."""
+        aliases: dict[str, str] = {}
+        for r in refs:
+            if r.kind == "import" and r.asname:
+                aliases[r.asname] = r.imported
+            elif r.kind == "from" and r.name and r.name != "*":
+                sub = f"{r.imported}.{r.name}"
+                if self.to.index.exists(sub) or (self.old is not None and self.old.index.exists(sub)):
+                    aliases[r.asname or r.name] = sub
+        if not aliases:
+            return []
+        try:
+            tree = ast.parse(decode_source(data))
+        except (SyntaxError, ValueError):
+            return []
+        return [ImportRef(node.lineno, node.col_offset + 1, node.end_lineno or node.lineno, "attribute",
+                          aliases[node.value.id], name=node.attr, asname=node.value.id)
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases and isinstance(node.ctx, ast.Load)]
 
     # ---- string targets
 
@@ -291,7 +322,8 @@ class Upgrade:
     # ---- findings
 
     def _where(self, ref) -> str:
-        what = {"string": "string target", "importlib": "dynamic import"}.get(ref.kind)
+        what = {"string": "string target", "importlib": "dynamic import",
+                "attribute": f"used as `{ref.asname}.{ref.name}`"}.get(ref.kind)
         if what is None:
             what = "type-only import" if ref.type_checking else "lazy import" if ref.lazy else "module-level import"
         return what
@@ -354,6 +386,9 @@ class Upgrade:
             else:
                 shown, new = f"{module}.{name}", (f"{home}.{name}" if home else None)
             said = f"moved: {why}" if home else why
+            if ref.kind == "attribute":
+                new = None  # an attribute of an alias: rewritten by hand (the import stays right)
+                said += f"; rewrite `{ref.asname}.{name}` by hand" if home else ""
             message = (f"`{module}` has no name `{name}` in {self.to.label} ({self._where(ref)}): it does "
                        f"not define, import or re-export it{package}; {said}")
             out.append(Finding(rel, ref.line, ref.col, NAME_RULE, importer, shown, message, new))

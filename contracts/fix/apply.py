@@ -86,7 +86,8 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         notes = out if write else sys.stderr
     run = FixRun()
     removed = tuple(p for spec in cfg.removed for p in spec.removed)
-    verifier = Verifier(verify_against) if verify_against else None
+    # No target given: the checked tree itself is one (its own packages' rewrites must resolve).
+    verifier = Verifier(verify_against) if verify_against else Verifier(os.path.abspath(src), roots=tuple(cfg.root_packages))
     targets = name_targets(cfg)
     # A missing module is, for the rewrite, a removed one: chains through it are its uses.
     removed += tuple(sorted({f.imported.partition(":")[0] for f in result.findings if f.rule == "missing-module"}))
@@ -147,7 +148,7 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         left.extend(outcome.unfixable)
     if notes:
         verb = "Fixed" if write else "Would fix"
-        checked = f", every rewritten import checked against {verify_against}" if verifier else ""
+        checked = f", every rewritten import checked against {verify_against}" if verify_against else ""
         print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}{checked}; "
               f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
     return run

@@ -9,6 +9,10 @@ defined, imported, re-exported through a star import, or a submodule); a string 
 settle either way (an extension module, a module-level `__getattr__`, `globals()` writes) passes:
 it may resolve at run time, and nothing says it does not. A rewrite that fails is reported with the
 reason and not made. Nothing in TREE is imported.
+
+Without `--verify-against`, `--fix` verifies against the checked tree itself: a rewrite into the
+tree's own packages must resolve there; one into another distribution cannot be checked here and
+is made (pass `--verify-against` with that release to check it).
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from contracts.errors import UsageError
 
 
 class Verifier:
-    def __init__(self, spec: str, option: str = "--verify-against") -> None:
+    def __init__(self, spec: str, option: str = "--verify-against", roots: tuple[str, ...] | None = None) -> None:
+        """`roots`: the checked tree itself (`spec` is its directory): only modules under these
+        top-level packages are verified; a rewrite into another distribution (a dependency not
+        in the tree) cannot be, and passes (unknown is not missing)."""
         self.spec = spec
-        directory = open_tree(spec, option)
-        roots = top_level_names(directory)
+        self.only = roots
+        directory = open_tree(spec, option) if roots is None else spec
+        roots = top_level_names(directory) if roots is None else list(roots)
         if not roots:
             raise UsageError(f"{option} {spec}: holds no Python package or module to check the rewrites "
                              f"against (name the directory that contains the packages)")
@@ -32,17 +40,20 @@ class Verifier:
         # No text pass read these files: settle each module from its whole `ast` (star imports too).
         self.index.unsure = set(found.by_module)
 
+    def _unknown(self, module: str) -> bool:
+        return self.only is not None and module.split(".", 1)[0] not in self.only
+
     def module(self, module: str) -> str | None:
         """None when `module` exists in TREE, else why not."""
-        if self.index.exists(module):
+        if self.index.exists(module) or self._unknown(module):
             return None
         return f"`{module}` does not exist in {self.spec}"
 
     def names(self, module: str, names: list[str]) -> str | None:
         """None when `from module import <names>` resolves in TREE, else why not."""
         why = self.module(module)
-        if why is not None:
-            return why
+        if why is not None or self.only is not None:
+            return why  # the checked tree itself: its modules are settled, its names are the rules' business
         lacking = [n for n in names if n != "*" and self.index.binds(module, n) is False]
         if lacking:
             shown = ", ".join(f"`{n}`" for n in lacking)
@@ -54,6 +65,8 @@ class Verifier:
         if ":" in text:
             module, _, attr = text.partition(":")
             return self.names(module, [attr.split(".", 1)[0]])
+        if self._unknown(text):
+            return None
         parts = text.split(".")
         for i in range(len(parts), 0, -1):
             module = ".".join(parts[:i])

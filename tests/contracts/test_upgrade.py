@@ -169,11 +169,15 @@ def upgrade(project: Path, before: Path, after: Path, *args: str) -> tuple[int, 
     return code, out.getvalue(), err.getvalue()
 
 
-def findings(project: Path, before: Path, after: Path) -> dict[int, dict]:
+def findings_in(project: Path, before: Path, after: Path) -> list[dict]:
     code, out, _ = upgrade(project, before, after, "--output-format", "json")
     found = json.loads(out)["findings"]
     assert code == (1 if found else 0)
-    return {f["line"]: f for f in found}
+    return found
+
+
+def findings(project: Path, before: Path, after: Path) -> dict[int, dict]:
+    return {f["line"]: f for f in findings_in(project, before, after) if f["path"] == "app/main.py"}
 
 
 def _module_file(release: Path, module: str) -> Path | None:
@@ -292,6 +296,33 @@ def test_diff_writes_nothing_and_fix_leaves_only_what_has_no_home(releases):
     assert set(left) == LEFT
     assert unresolved(project, after) == [("app/main.py", line) for line in sorted(LEFT)]
     assert len(unresolved(project, before)) == 5  # the resolver can fail: the fixed lines are new in `after`
+
+
+def test_a_name_used_through_a_module_alias_is_checked_like_a_from_import(releases):
+    before, after, project = releases
+    (project / "app" / "alias.py").write_text(
+        "import lib.stays as st\nfrom lib import stays\n\n"
+        "def use():\n    return st.helper(), st.moved_fn, stays.deleted_fn\n")
+    found = [f for f in findings_in(project, before, after) if f["path"] == "app/alias.py"]
+    assert [(f["line"], f["col"], f["rule"], f["imported"], f["replacement"]) for f in found] == [
+        (5, 25, "missing-name", "lib.stays.moved_fn", None),
+        (5, 38, "missing-name", "lib.stays.deleted_fn", None),
+    ]
+    assert "`lib.util` defines it" in found[0]["message"] and "rewrite `st.moved_fn` by hand" in found[0]["message"]
+
+
+def test_fix_without_verify_against_never_writes_a_module_the_tree_lacks(tmp_path):
+    config = ("[importlinter]\nroot_packages =\n    pkg\ncontract_types =\n"
+              "    removed_modules: contracts.RemovedModulesContract\n\n"
+              "[importlinter:contract:old]\nname = old\ntype = removed_modules\nremoved_modules =\n"
+              "    pkg.old\nreplacements =\n    pkg.old.mod -> pkg.nowhere.mod\n    pkg.old.ok -> pkg.new.ok\n")
+    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/new/__init__.py": "", "pkg/new/ok.py": "",
+                                 "pkg/user.py": "import pkg.old.mod as m\nimport pkg.old.ok as k\n"}, config=config)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), cwd(root):
+        assert main(["--fix", "--no-cache"]) == 1
+    assert (root / "pkg" / "user.py").read_text() == "import pkg.old.mod as m\nimport pkg.new.ok as k\n"
+    assert "`pkg.nowhere.mod` does not exist" in out.getvalue()
 
 
 def test_clean_project_exits_zero(releases):
