@@ -421,3 +421,14 @@ def test_lint_imports_runs_the_contract(ci_project):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "We run on lib 2 BROKEN" in done.stdout
     assert "app/main.py:3:1: missing-module" in done.stdout
+
+
+def test_a_release_that_cannot_be_fetched_says_wheels_only_and_what_to_pass(tmp_path):
+    from tests.contracts.conftest import run_cli
+
+    write_tree(tmp_path, PROJECT, config=None)
+    done = run_cli(["upgrade", "tinypkg", "--to", "tinypkg==9.9", "--src", ".", "--root-package", "app"],
+                   cwd=tmp_path, env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path)})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "--only-binary :all:" in done.stderr and "nothing is built" in done.stderr
+    assert "an sdist unpacked by hand" in done.stderr
