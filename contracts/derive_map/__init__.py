@@ -30,6 +30,7 @@ from contracts.derive_map.model import Derived
 from contracts.derive_map.moves import moved_map
 from contracts.derive_map.output import render, summary, to_json
 from contracts.derive_map.shims import shim_map
+from contracts.derive_map.write_config import merge
 from contracts.engine.trees import open_tree
 from contracts.errors import NamespaceLintError, UsageError
 
@@ -86,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--before", metavar="TREE", help="the tree before the move: a directory that contains the "
                    "root package, a wheel, or name==version (fetched with pip download --no-deps)")
     p.add_argument("--after", metavar="TREE", help="the tree after the move (as --before)")
+    p.add_argument("--write-config", metavar="FILE",
+                   help="also merge the lines into the `replacements` of the removed_modules contract of FILE "
+                        "(an INI config: .importlinter, setup.cfg) whose `removed_modules` covers each; lines "
+                        "FILE already has for an old module are kept as they are")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: a replacements block to paste; json: every score and piece of evidence")
     return p
@@ -131,6 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     except NamespaceLintError as e:
         print(f"namespace-lint derive-map: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if args.write_config:
+        try:
+            added, kept = merge(args.write_config, result.lines() + result.name_lines())
+        except NamespaceLintError as e:
+            print(f"namespace-lint derive-map: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"namespace-lint derive-map: {args.write_config}: {added} replacement line(s) added, "
+              f"{kept} already there (kept as written).", file=sys.stderr)
     for warning in result.warnings:
         print(f"namespace-lint derive-map: warning: {warning}", file=sys.stderr)
     if args.format == "json":

@@ -83,3 +83,65 @@ def test_a_compiled_module_is_a_module_like_any_other(tmp_path, capsys):
                   "pkg/_native/libfoo.cpython-311-x86_64-linux-gnu.so": ""})
     code, data = derive(capsys, b, a, "--removed", "pkg.sub.libfoo")
     assert code == 0 and data["replacements"] == ["pkg.sub.libfoo -> pkg._native.libfoo"]
+
+
+CONFIG = """\
+[importlinter]
+root_packages =
+    app
+contract_types =
+    removed_modules: contracts.RemovedModulesContract
+
+[importlinter:contract:pkg-old]
+name = pkg.one and pkg.two were removed
+type = removed_modules
+removed_modules =
+    pkg.one
+    pkg.two
+# hand-written, kept
+replacements =
+    pkg.one -> pkg.elsewhere.one
+
+[importlinter:contract:last]
+name = another contract comes last
+type = removed_modules
+removed_modules =
+    other
+"""
+
+
+def test_write_config_merges_into_the_contract_that_covers_the_lines(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/one.py": fns("f1", "g1"), "pkg/two.py": fns("f2", "g2")},
+                 {"pkg/new/__init__.py": "", "pkg/new/one.py": fns("f1", "g1"), "pkg/new/two.py": fns("f2", "g2")})
+    config = tmp_path / ".importlinter"
+    config.write_text(CONFIG)
+    code = main(["derive-map", "--before", str(b), "--after", str(a), "--write-config", str(config)])
+    assert code == 0
+    assert "1 replacement line(s) added, 1 already there" in capsys.readouterr().err
+    assert config.read_text() == CONFIG.replace("    pkg.one -> pkg.elsewhere.one\n",
+                                                "    pkg.one -> pkg.elsewhere.one\n    pkg.two -> pkg.new.two\n")
+    from contracts import config as config_mod
+
+    spec = config_mod.load(str(config)).removed[0]  # the merged file is a valid config
+    assert dict(spec.replacements) == {"pkg.one": "pkg.elsewhere.one", "pkg.two": "pkg.new.two"}
+    main(["derive-map", "--before", str(b), "--after", str(a), "--write-config", str(config)])
+    assert "0 replacement line(s) added, 2 already there" in capsys.readouterr().err
+
+
+def test_write_config_refuses_lines_no_contract_covers(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/three.py": fns("f1", "g1")},
+                 {"pkg/new/__init__.py": "", "pkg/new/three.py": fns("f1", "g1")})
+    config = tmp_path / ".importlinter"
+    config.write_text(CONFIG)
+    assert main(["derive-map", "--before", str(b), "--after", str(a), "--write-config", str(config)]) == 2
+    assert "no removed_modules contract in it covers `pkg.three`" in capsys.readouterr().err
+    assert config.read_text() == CONFIG
+
+
+def test_write_config_adds_the_option_when_the_contract_has_none(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/one.py": fns("f1", "g1")}, {"pkg/new/__init__.py": "", "pkg/new/one.py": fns("f1", "g1")})
+    config = tmp_path / ".importlinter"
+    config.write_text(CONFIG.replace("# hand-written, kept\nreplacements =\n    pkg.one -> pkg.elsewhere.one\n", "") + "\n")
+    assert main(["derive-map", "--before", str(b), "--after", str(a), "--write-config", str(config)]) == 0
+    text = config.read_text()
+    assert "    pkg.two\nreplacements =\n    pkg.one -> pkg.new.one\n\n[importlinter:contract:last]" in text
