@@ -138,27 +138,8 @@ class Upgrade:
         """(the findings of every file of the project -- the root packages under `src`, the
         `importer_paths` -- filtered to `paths` when given; the number of files read)."""
         src = os.path.abspath(src)
-        layout = Layout(cfg.base, tuple(cfg.exclude), tuple(cfg.importer_paths))
-        files = [(f.path, f.rel, f.module, f.is_package) for f in discover(src, cfg.root_packages, layout).files]
-        inside = [os.path.join(src, r) for r in cfg.root_packages]
-        if cfg.importer_paths:
-            for path in importer_files(layout, inside)[0]:
-                files.append((path, os.path.relpath(path, src).replace(os.sep, "/"),
-                              importer_name(layout, path), False))
-        word = self.package.encode()
-        scanned = []
-        for path, rel, module, is_package in files:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                continue
-            if word not in data or word not in searchable(data):
-                continue
-            result = scan_source(data, module, is_package, (word,))
-            if result.error is None:
-                refs = [r for r in result.refs if is_under(r.imported, self.package)]
-                scanned.append((rel, module, refs + self._attribute_uses(data, refs)))
+        files = _project_files(cfg, src)
+        scanned = [read for read in (self._read(*f) for f in files) if read is not None]
         self._derive_for({r.imported for _, _, refs in scanned for r in refs if not self.to.index.exists(r.imported)}
                          | {_module_of(r) for _, _, refs in scanned for r in refs if r.kind == "string"})
         findings = sorted({f for rel, module, refs in scanned for f in self._file(rel, module, refs)})
@@ -167,6 +148,23 @@ class Upgrade:
             findings = [f for f in findings if any(f.path == w or f.path.startswith(w + "/") or w == "."
                                                    for w in wanted)]
         return findings, len(files)
+
+    def _read(self, path: str, rel: str, module: str, is_package: bool) -> tuple[str, str, list] | None:
+        """(rel, module, the file's references to PACKAGE), or None when it has none (or cannot be
+        read or parsed: `check` reports those files)."""
+        word = self.package.encode()
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        if word not in data or word not in searchable(data):
+            return None
+        result = scan_source(data, module, is_package, (word,))
+        if result.error is not None:
+            return None
+        refs = [r for r in result.refs if is_under(r.imported, self.package)]
+        return rel, module, refs + self._attribute_uses(data, refs)
 
     def _file(self, rel: str, module: str, refs) -> list[Finding]:
         out: list[Finding] = []
@@ -393,6 +391,18 @@ class Upgrade:
                        f"not define, import or re-export it{package}; {said}")
             out.append(Finding(rel, ref.line, ref.col, NAME_RULE, importer, shown, message, new))
         return out
+
+
+def _project_files(cfg: Config, src: str) -> list[tuple[str, str, str, bool]]:
+    """(path, rel, module, is_package) of each file of the project: the root packages under `src`
+    and the files `importer_paths` names."""
+    layout = Layout(cfg.base, tuple(cfg.exclude), tuple(cfg.importer_paths))
+    files = [(f.path, f.rel, f.module, f.is_package) for f in discover(src, cfg.root_packages, layout).files]
+    if cfg.importer_paths:
+        inside = [os.path.join(src, r) for r in cfg.root_packages]
+        files += [(path, os.path.relpath(path, src).replace(os.sep, "/"), importer_name(layout, path), False)
+                  for path in importer_files(layout, inside)[0]]
+    return files
 
 
 def _module_of(ref) -> str:

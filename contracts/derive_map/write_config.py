@@ -77,25 +77,37 @@ def _merge_section(lines: list[str], section: str, items, newline: str) -> tuple
     end = next((i for i in range(start + 1, len(lines)) if _SECTION_RE.match(lines[i])), len(lines))
     option = next((i for i in range(start + 1, end) if (m := _OPTION_RE.match(lines[i])) and m["key"] == "replacements"),
                   None)
-    have: set[str] = set()
     if option is None:
-        last = end
-        while last > start + 1 and not lines[last - 1].strip():
-            last -= 1  # before the blank lines that end the section
-        if lines[last - 1] and not lines[last - 1].endswith(("\n", "\r")):
-            lines[last - 1] += newline
-        lines[last:last] = [f"replacements ={newline}"]
-        insert = last + 1
+        insert, have = _new_option(lines, start, end, newline), set()
     else:
-        insert = option + 1
-        head = lines[option].split("=", 1)[1] if "=" in lines[option] else lines[option].split(":", 1)[1]
-        if "->" in head:
-            have.add(head.split("->")[0].strip())
-        while insert < len(lines) and lines[insert][:1] in (" ", "\t") and lines[insert].strip():
-            have.add(lines[insert].split("->")[0].strip())
-            insert += 1
-        while insert > option + 1 and lines[insert - 1].lstrip().startswith("#"):
-            insert -= 1  # (a trailing comment stays below the lines)
+        insert, have = _existing_lines(lines, option)
     fresh = [(old, new) for old, new in items if old not in have]
     lines[insert:insert] = [f"    {old} -> {new}{newline}" for old, new in fresh]
     return lines, len(fresh), len(items) - len(fresh)
+
+
+def _new_option(lines: list[str], start: int, end: int, newline: str) -> int:
+    """Add `replacements =` at the end of the section (before its trailing blank lines); the
+    index its lines go to."""
+    last = end
+    while last > start + 1 and not lines[last - 1].strip():
+        last -= 1
+    if not lines[last - 1].endswith(("\n", "\r")):
+        lines[last - 1] += newline
+    lines[last:last] = [f"replacements ={newline}"]
+    return last + 1
+
+
+def _existing_lines(lines: list[str], option: int) -> tuple[int, set[str]]:
+    """(the index after the option's last line, the old modules it already has)."""
+    have: set[str] = set()
+    head = re.split(r"[=:]", lines[option], maxsplit=1)[1]
+    if "->" in head:
+        have.add(head.split("->")[0].strip())
+    insert = option + 1
+    while insert < len(lines) and lines[insert][:1] in (" ", "\t") and lines[insert].strip():
+        have.add(lines[insert].split("->")[0].strip())
+        insert += 1
+    while insert > option + 1 and lines[insert - 1].lstrip().startswith("#"):
+        insert -= 1  # (a trailing comment stays below the lines)
+    return insert, have
