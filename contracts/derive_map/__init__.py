@@ -96,6 +96,40 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _two_trees(args) -> tuple[Derived, str, dict]:
+    """`--before TREE --after TREE [--removed PREFIX ...]`: (the map, its header, the command)."""
+    if args.src is not None:
+        raise UsageError("--src is for one tree; with --before/--after leave it out")
+    removed = tuple(dict.fromkeys(args.removed or ()))
+    for prefix in removed:
+        if not _MODULE_RE.match(prefix):
+            raise UsageError(f"--removed {prefix}: not a dotted module name")
+    before = open_tree(args.before, "--before")
+    after = open_tree(args.after, "--after")
+    for prefix in removed:
+        _check_prefix(prefix, before, "--before", args.before)
+        root = prefix.split(".", 1)[0]
+        if not (os.path.isdir(os.path.join(after, root)) or os.path.isfile(os.path.join(after, root + ".py"))):
+            raise UsageError(f"--after {args.after}: does not contain the root package '{root}'")
+    result = moved_map(before, after, removed or None)
+    shown = "".join(f" --removed {p}" for p in removed)
+    header = f"derive-map --before {args.before} --after {args.after}{shown}"
+    command = {"before": args.before, "after": args.after,
+               "removed": removed[0] if len(removed) == 1 else list(removed) or None}
+    return result, header, command
+
+
+def _one_tree(args) -> tuple[Derived, str, dict]:
+    """`--src DIR --removed PREFIX`: the shims of one tree mid-migration."""
+    if len(args.removed) > 1:
+        raise UsageError("--src takes one --removed PREFIX (the shims of one prefix)")
+    src = _check_dir(args.src if args.src is not None else ".", "--src")
+    _check_prefix(args.removed[0], src, "--src", args.src or ".")
+    result = shim_map(src, args.removed[0])
+    header = f"derive-map --src {args.src or '.'} --removed {args.removed[0]}"
+    return result, header, {"src": args.src or ".", "removed": args.removed[0]}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
@@ -106,33 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if (args.before is None) != (args.after is None):
             raise UsageError("--before and --after go together")
-        if args.before is not None:
-            if args.src is not None:
-                raise UsageError("--src is for one tree; with --before/--after leave it out")
-            removed = tuple(dict.fromkeys(args.removed or ()))
-            for prefix in removed:
-                if not _MODULE_RE.match(prefix):
-                    raise UsageError(f"--removed {prefix}: not a dotted module name")
-            before = open_tree(args.before, "--before")
-            after = open_tree(args.after, "--after")
-            for prefix in removed:
-                _check_prefix(prefix, before, "--before", args.before)
-                root = prefix.split(".", 1)[0]
-                if not (os.path.isdir(os.path.join(after, root)) or os.path.isfile(os.path.join(after, root + ".py"))):
-                    raise UsageError(f"--after {args.after}: does not contain the root package '{root}'")
-            result = moved_map(before, after, removed or None)
-            shown = "".join(f" --removed {p}" for p in removed)
-            header = f"derive-map --before {args.before} --after {args.after}{shown}"
-            command = {"before": args.before, "after": args.after,
-                       "removed": removed[0] if len(removed) == 1 else list(removed) or None}
-        else:
-            if len(args.removed) > 1:
-                raise UsageError("--src takes one --removed PREFIX (the shims of one prefix)")
-            src = _check_dir(args.src if args.src is not None else ".", "--src")
-            _check_prefix(args.removed[0], src, "--src", args.src or ".")
-            result = shim_map(src, args.removed[0])
-            header = f"derive-map --src {args.src or '.'} --removed {args.removed[0]}"
-            command = {"src": args.src or ".", "removed": args.removed[0]}
+        result, header, command = _two_trees(args) if args.before is not None else _one_tree(args)
     except NamespaceLintError as e:
         print(f"namespace-lint derive-map: error: {e}", file=sys.stderr)
         return EXIT_USAGE

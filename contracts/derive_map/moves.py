@@ -109,7 +109,8 @@ class _Matcher:
     def prefix_of(self, module: str) -> str:
         return max((p for p in self.prefixes if is_under(module, p)), key=len, default=module)
 
-    def match(self, module: str, result: Derived) -> None:
+    def named(self, module: str) -> dict[str, str]:
+        """Candidates by name: the same name, or a folded one -> "same name" / "folded name"."""
         last = module.rsplit(".", 1)[-1]
         same = self.by_name.get(last, set())
         folded = set().union(*(self.by_name.get(f, set()) for f in folded_names(module, self.prefix_of(module))))
@@ -117,30 +118,38 @@ class _Matcher:
         bare = self.by_bare.get(_bare(last), set()) - same
         if len(bare) == 1:
             folded |= bare
-        named = {c: ("same name" if c in same else "folded name") for c in same | folded}
+        return {c: ("same name" if c in same else "folded name") for c in same | folded}
+
+    def evidence(self, module: str, c: str, how: str, mine, children) -> Evidence | None:
+        """How far candidate `c` holds `module`'s code (None: a content candidate too weak to list)."""
+        s, shared = score(mine, _own(self.new.definitions(c))) if mine else (0.0, ())
+        # (a plain value, `N = 36`, shared by chance is no evidence: `names.py`)
+        evidence = [n for n, s in shared if not plain_value(mine[n])]
+        if how == "content" and len(evidence) < MIN_SHARED and not (
+                len(mine) == 1 and evidence and shared[0][1] == 1.0):
+            return None
+        best = Evidence(how, s, shared)
+        if module in self.old.compiled and c in self.new.compiled:
+            best = Evidence(f"{how}, compiled", 1.0)  # no code to compare: the name is the evidence
+        elif how != "content" and s < MODULE_MIN and _same_names(mine, self.new.definitions(c)):
+            # Moved and edited at once (a parameter added to each class): the same set of
+            # functions and classes under the same or a folded name is the evidence.
+            best = Evidence(f"{how}, same definitions", MODULE_MIN, shared)
+        if how != "content" and not mine:
+            alt = self._without_definitions(module, c, children)
+            if alt is not None:
+                best = alt
+        return best
+
+    def match(self, module: str, result: Derived) -> None:
+        named = self.named(module)
         mine = _own(self.old.definitions(module))
         children = {m: t for m, t in result.mapped.items() if m.rpartition(".")[0] == module}
         scored: dict[str, Evidence] = {}
         for c in sorted(set(named) | self._by_content(mine)):
-            s, shared = score(mine, _own(self.new.definitions(c))) if mine else (0.0, ())
-            how = named.get(c, "content")
-            # (a plain value, `N = 36`, shared by chance is no evidence: `names.py`)
-            evidence = [n for n, s in shared if not plain_value(mine[n])]
-            if how == "content" and len(evidence) < MIN_SHARED and not (
-                    len(mine) == 1 and evidence and shared[0][1] == 1.0):
-                continue
-            best = Evidence(how, s, shared)
-            if module in self.old.compiled and c in self.new.compiled:
-                best = Evidence(f"{how}, compiled", 1.0)  # no code to compare: the name is the evidence
-            elif how != "content" and s < MODULE_MIN and _same_names(mine, self.new.definitions(c)):
-                # Moved and edited at once (a parameter added to each class): the same set of
-                # functions and classes under the same or a folded name is the evidence.
-                best = Evidence(f"{how}, same definitions", MODULE_MIN, shared)
-            if c in named and not mine:
-                alt = self._without_definitions(module, c, children)
-                if alt is not None:
-                    best = alt
-            scored[c] = best
+            best = self.evidence(module, c, named.get(c, "content"), mine, children)
+            if best is not None:
+                scored[c] = best
         ranked = sorted(scored.items(), key=lambda kv: (-kv[1].score, kv[0]))
         result.scores[module] = [(c, e.score) for c, e in ranked[:5]]
         eligible = [(c, e) for c, e in ranked if e.score >= MODULE_MIN]
