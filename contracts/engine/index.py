@@ -79,12 +79,16 @@ class ModuleNames:
         return self.defined | set(self.imported) | set(self.modules) | self.other
 
 
-def similarity(a: Definition, b: Definition) -> float:
+def similarity(a: Definition, b: Definition, floor: float = 0.0) -> float:
+    """difflib's ratio of the two normalized bodies; 0.0 when its cheap upper bounds already
+    fall below `floor` (a caller that ignores anything under it is spared the full match)."""
     if a.digest == b.digest:
         return 1.0
     if a.kind != b.kind:
         return 0.0
     matcher = difflib.SequenceMatcher(None, a.chunks, b.chunks, autojunk=False)
+    if floor and (matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor):
+        return 0.0
     return matcher.ratio()
 
 
@@ -155,7 +159,7 @@ def same_definition(a: Definition, b: Definition, threshold: float, signature_fl
     `threshold`, or when both are functions, `b` takes `a`'s parameters (names, in order; any
     added after them optional) and it is at least `signature_floor` (the body changed, every old
     call still fits); else 0."""
-    s = similarity(a, b)
+    s = similarity(a, b, min(threshold, signature_floor))
     if s >= threshold:
         return s
     if s >= signature_floor:
