@@ -145,3 +145,37 @@ def test_write_config_adds_the_option_when_the_contract_has_none(tmp_path, capsy
     assert main(["derive-map", "--before", str(b), "--after", str(a), "--write-config", str(config)]) == 0
     text = config.read_text()
     assert "    pkg.two\nreplacements =\n    pkg.one -> pkg.new.one\n\n[importlinter:contract:last]" in text
+
+
+def shims(tmp_path, capsys, files: dict) -> tuple[int, dict]:
+    root = write_tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/old/__init__.py": "",
+                                         "pkg/new/__init__.py": "", "pkg/new/place.py": fns("f1", "g1"),
+                                         "pkg/_compat.py": "def deprecated_module(name):\n    pass\n", **files},
+                      config=None)
+    code = main(["derive-map", "--src", str(root), "--removed", "pkg.old", "--format", "json"])
+    captured = capsys.readouterr()
+    return code, {**json.loads(captured.out), "stderr": captured.err}
+
+
+def test_src_reads_a_star_import_shim_with_a_deprecation_helper(tmp_path, capsys):
+    _, data = shims(tmp_path, capsys, {"pkg/old/place.py": (
+        "from pkg._compat import deprecated_module\nfrom pkg.new.place import *\n\n"
+        "deprecated_module(__name__)\n")})
+    assert data["replacements"] == ["pkg.old.place -> pkg.new.place"]
+
+
+def test_src_reads_a_module_level_getattr_shim(tmp_path, capsys):
+    _, data = shims(tmp_path, capsys, {
+        "pkg/old/place.py": ("import warnings\nimport pkg.new.place as _new\n\n\ndef __getattr__(name):\n"
+                             "    warnings.warn(f'{name} moved', DeprecationWarning)\n    return getattr(_new, name)\n"),
+        "pkg/old/other.py": ("import importlib\n\n\ndef __getattr__(name):\n"
+                             "    return getattr(importlib.import_module('pkg.new.place'), name)\n")})
+    assert data["replacements"] == ["pkg.old.other -> pkg.new.place", "pkg.old.place -> pkg.new.place"]
+    assert "`pkg.old.place` (pkg/old/place.py) is a module-level `__getattr__` shim" in data["stderr"]
+
+
+def test_src_a_module_with_code_beside_its_getattr_is_not_a_shim(tmp_path, capsys):
+    _, data = shims(tmp_path, capsys, {"pkg/old/place.py": (
+        "import pkg.new.place as _new\n\n\ndef helper():\n    return 1\n\n\n"
+        "def __getattr__(name):\n    return getattr(_new, name)\n")})
+    assert data["replacements"] == []
