@@ -144,7 +144,12 @@ def shim_map(src: str, prefix: str) -> Derived:
             result.ambiguous[module] = sorted(targets)
         else:
             direct[module] = next(iter(targets))
-    # A shim that re-exports another shim: follow it to the module that holds the code.
+    _follow(result, direct, prefix, tree, src)
+    return result
+
+
+def _follow(result: Derived, direct: dict[str, str], prefix: str, tree: TreeIndex, src: str) -> None:
+    """A shim that re-exports another shim: follow it to the module that holds the code."""
     for module, target in direct.items():
         seen = [module]
         while is_under(target, prefix) and target in direct and target not in seen:
@@ -161,4 +166,3 @@ def shim_map(src: str, prefix: str) -> Derived:
                                    f"{src}; check it")
         result.mapped[module] = target
         result.evidence[module] = Evidence("shim")
-    return result
