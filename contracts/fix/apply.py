@@ -149,6 +149,10 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
     if notes:
         verb = "Fixed" if write else "Would fix"
         checked = f", every rewritten import checked against {verify_against}" if verify_against else ""
+        if verify_against and verifier.unverified:
+            outside = ", ".join(f"`{m}`" for m in sorted(verifier.unverified))
+            checked += (f" (those into {outside}, another distribution than {verify_against} holds, "
+                        f"not verified)")
         print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}{checked}; "
               f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
     return run

@@ -29,9 +29,13 @@ class Verifier:
         top-level packages are verified; a rewrite into another distribution (a dependency not
         in the tree) cannot be, and passes (unknown is not missing)."""
         self.spec = spec
-        self.only = roots
+        self.itself = roots is not None
         directory = open_tree(spec, option) if roots is None else spec
         roots = top_level_names(directory) if roots is None else list(roots)
+        # A target outside TREE's top-level packages is another distribution's (`-> joblib`):
+        # not verifiable here, so made, and counted as unverified (never called missing).
+        self.only = tuple(roots)
+        self.unverified: set[str] = set()
         if not roots:
             raise UsageError(f"{option} {spec}: holds no Python package or module to check the rewrites "
                              f"against (name the directory that contains the packages)")
@@ -41,7 +45,10 @@ class Verifier:
         self.index.unsure = set(found.by_module)
 
     def _unknown(self, module: str) -> bool:
-        return self.only is not None and module.split(".", 1)[0] not in self.only
+        if module.split(".", 1)[0] in self.only:
+            return False
+        self.unverified.add(module.split(".", 1)[0])
+        return True
 
     def module(self, module: str) -> str | None:
         """None when `module` exists in TREE, else why not."""
@@ -52,7 +59,7 @@ class Verifier:
     def names(self, module: str, names: list[str]) -> str | None:
         """None when `from module import <names>` resolves in TREE, else why not."""
         why = self.module(module)
-        if why is not None or self.only is not None:
+        if why is not None or self.itself or self._unknown(module):
             return why  # the checked tree itself: its modules are settled, its names are the rules' business
         lacking = [n for n in names if n != "*" and self.index.binds(module, n) is False]
         if lacking:

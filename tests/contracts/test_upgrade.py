@@ -432,3 +432,20 @@ def test_a_release_that_cannot_be_fetched_says_wheels_only_and_what_to_pass(tmp_
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "--only-binary :all:" in done.stderr and "nothing is built" in done.stderr
     assert "an sdist unpacked by hand" in done.stderr
+
+
+def test_a_target_in_another_distribution_is_made_and_said_unverified(tmp_path):
+    config = ("[importlinter]\nroot_packages =\n    pkg\ncontract_types =\n"
+              "    removed_modules: contracts.RemovedModulesContract\n\n"
+              "[importlinter:contract:old]\nname = old\ntype = removed_modules\nremoved_modules =\n"
+              "    pkg.externals\nreplacements =\n    pkg.externals.joblib -> joblib\n"
+              "    pkg.externals.gone -> pkg.nowhere\n")
+    root = write_tree(tmp_path / "p", {"pkg/__init__.py": "", "pkg/user.py": (
+        "from pkg.externals.joblib import Parallel\nfrom pkg.externals.gone import x\n")}, config=config)
+    release = write_tree(tmp_path / "release", {"pkg/__init__.py": ""}, config=None)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), cwd(root):
+        assert main(["--fix", "--no-cache", "--verify-against", str(release)]) == 1
+    assert (root / "pkg" / "user.py").read_text() == "from joblib import Parallel\nfrom pkg.externals.gone import x\n"
+    assert "`pkg.nowhere` does not exist in" in out.getvalue()
+    assert "(those into `joblib`, another distribution than" in out.getvalue()
