@@ -247,6 +247,11 @@ class _Analysis:
             found = {m for m in index.children(module.rpartition(".")[2]) if index.exists(m)}
         found.discard(f.module)
         found.discard(module)
+        # Never the importer itself through its package (`from app import data` in `app/data.py`),
+        # nor another top-level package's module for this one's names: a project checked beside a
+        # dependency's tree does not hold the dependency's moved code.
+        top = module.split(".", 1)[0]
+        found = {m for m in found if m.split(".", 1)[0] == top and not any(f"{m}.{n}" == f.module for n in names)}
         return sorted(m for m in found if self.internal(m) and not any(is_under(m, p) for p in self.removed))
 
 

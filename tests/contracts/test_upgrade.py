@@ -449,3 +449,20 @@ def test_a_target_in_another_distribution_is_made_and_said_unverified(tmp_path):
     assert (root / "pkg" / "user.py").read_text() == "from joblib import Parallel\nfrom pkg.externals.gone import x\n"
     assert "`pkg.nowhere` does not exist in" in out.getvalue()
     assert "(those into `joblib`, another distribution than" in out.getvalue()
+
+
+def test_missing_imports_never_sends_a_dependency_s_name_to_the_project_or_the_importer_itself(tmp_path):
+    # The combined-tree workaround: the project beside the dependency's new release, both roots.
+    config = ("[importlinter]\nroot_packages =\n    app\n    lib\ncontract_types =\n"
+              "    missing_imports: contracts.MissingImportsContract\n\n"
+              "[importlinter:contract:missing]\nname = missing\ntype = missing_imports\n")
+    root = write_tree(tmp_path, {
+        "app/__init__.py": "", "app/data.py": "from lib import data as d\n",
+        "app/scorer.py": "def check():\n    return 1\n", "app/use.py": "from lib.scorer import check\n",
+        "lib/__init__.py": "", "lib/_scorer.py": "def check():\n    return 2\n"}, config=config)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), cwd(root):
+        assert main(["--no-cache", "--output-format", "json"]) == 1
+    found = {f["path"]: f for f in json.loads(out.getvalue())["findings"]}
+    assert found["app/data.py"]["replacement"] is None  # not `from app import data`: itself
+    assert found["app/use.py"]["replacement"] == "lib._scorer"  # not the project's `app.scorer`
