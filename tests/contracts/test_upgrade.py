@@ -466,3 +466,23 @@ def test_missing_imports_never_sends_a_dependency_s_name_to_the_project_or_the_i
     found = {f["path"]: f for f in json.loads(out.getvalue())["findings"]}
     assert found["app/data.py"]["replacement"] is None  # not `from app import data`: itself
     assert found["app/use.py"]["replacement"] == "lib._scorer"  # not the project's `app.scorer`
+
+
+def test_from_defaults_to_the_installed_distribution_read_as_files(releases, tmp_path, monkeypatch):
+    import sys
+
+    before, after, project = releases
+    site = tmp_path / "site"
+    write_tree(site, BEFORE, config=None)
+    info = site / "lib-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lib\nVersion: 1.0\n")
+    (info / "RECORD").write_text("".join(f"{rel},,\n" for rel in BEFORE) + "lib-1.0.dist-info/METADATA,,\n")
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()), cwd(project):
+        code = main(["upgrade", "lib", "--to", str(after), "--src", ".", "--root-package", "app",
+                     "--output-format", "json"])
+    found = {f["line"]: f for f in json.loads(out.getvalue())["findings"]}
+    assert code == 1 and found[3]["replacement"] == "lib.core.old_place"
+    assert "lib" not in sys.modules or not str(getattr(sys.modules["lib"], "__file__", "")).startswith(str(site))
