@@ -17,7 +17,9 @@ assignment; a module that merely re-imports them is not where they moved) and is
 -- or the only one of several with the missing module's last name part -- the message says
 "moved? `new.module` defines `a`, `b`" and the finding's replacement names it. For `import
 a.b.c` (no names), a unique module named `c` elsewhere is the candidate. Several candidates are
-listed, never guessed.
+listed, never guessed. A candidate is always under the missing module's own top-level package
+(a project checked beside a dependency's tree never gets its own module for the dependency's
+names), and never the importing module itself, through its package.
 
 Not flagged: imports inside a `try:` whose handlers catch `ImportError`, `ModuleNotFoundError`,
 `Exception`, `BaseException` or everything (and `with suppress(ImportError):`) -- optional by
