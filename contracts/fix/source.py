@@ -104,6 +104,16 @@ def _restore_ends(text: str, ends: list[str]) -> str:
     return "".join(line[:-1] + end if line.endswith("\n") else line for line in lines)
 
 
+def alias_attributes(tree: ast.Module) -> dict[str, set[str]]:
+    """Name -> the attributes read off it anywhere in the file (`m.X` gives `m` -> {`X`}): what
+    `import new.mod as m` must bind for the code that uses `m` (`--verify-against`)."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
+            out.setdefault(node.value.id, set()).add(node.attr)
+    return out
+
+
 def fix_source(data: bytes, module: str, is_package: bool, findings: list[Finding],
                removed: tuple[str, ...], path: str = "<file>", names: NameTargets | None = None,
                verifier: Verifier | None = None) -> FileFix:
@@ -144,6 +154,7 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return refuse_all(f"the file cannot be parsed ({first}); left unchanged")
     lines = LINE_RE.findall(text)
+    uses = alias_attributes(tree) if verifier is not None else {}
     whole = bare_keys(tree, fixable)
     pieces = [(1, len(lines))] if whole else statement_ranges(tree, lines, {key[0] for key in fixable})
     new_lines = list(lines)
@@ -179,6 +190,7 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
                     if key in fixable and name in bare_refused:
                         refused[key] = f"bare `import {name}`: {bare_refused[name]}; rewrite it by hand"
             rewriter = Rewriter(pos, module, is_package, fixable, known, bare_ok, survey, names, verifier)
+            rewriter.alias_uses = uses
             new_chunk = chunk_tree.visit(rewriter).code
             if wrapper_line:
                 if not new_chunk.startswith(wrapper_line):

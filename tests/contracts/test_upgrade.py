@@ -486,3 +486,20 @@ def test_from_defaults_to_the_installed_distribution_read_as_files(releases, tmp
     found = {f["line"]: f for f in json.loads(out.getvalue())["findings"]}
     assert code == 1 and found[3]["replacement"] == "lib.core.old_place"
     assert "lib" not in sys.modules or not str(getattr(sys.modules["lib"], "__file__", "")).startswith(str(site))
+
+
+def test_verify_against_checks_the_names_used_through_a_module_alias(tmp_path):
+    config = ("[importlinter]\nroot_packages =\n    pkg\ncontract_types =\n"
+              "    removed_modules: contracts.RemovedModulesContract\n\n"
+              "[importlinter:contract:old]\nname = old\ntype = removed_modules\nremoved_modules =\n"
+              "    pkg.old\nreplacements =\n    pkg.old.a -> pkg.new.a\n    pkg.old.b -> pkg.new.b\n")
+    source = "import pkg.old.a as a\nimport pkg.old.b as b\n\n\ndef f():\n    return a.kept(), b.dropped()\n"
+    root = write_tree(tmp_path / "p", {"pkg/__init__.py": "", "pkg/user.py": source}, config=config)
+    release = write_tree(tmp_path / "release", {"pkg/__init__.py": "", "pkg/new/__init__.py": "",
+                                                "pkg/new/a.py": "def kept():\n    pass\n",
+                                                "pkg/new/b.py": "def other():\n    pass\n"}, config=None)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), cwd(root):
+        assert main(["--fix", "--no-cache", "--verify-against", str(release)]) == 1
+    assert (root / "pkg" / "user.py").read_text() == source.replace("import pkg.old.a as a", "import pkg.new.a as a")
+    assert "`pkg.new.b` in" in out.getvalue() and "has no `dropped`" in out.getvalue()
