@@ -503,3 +503,15 @@ def test_verify_against_checks_the_names_used_through_a_module_alias(tmp_path):
         assert main(["--fix", "--no-cache", "--verify-against", str(release)]) == 1
     assert (root / "pkg" / "user.py").read_text() == source.replace("import pkg.old.a as a", "import pkg.new.a as a")
     assert "`pkg.new.b` in" in out.getvalue() and "has no `dropped`" in out.getvalue()
+
+
+def test_the_project_includes_the_config_s_importer_paths(ci_project):
+    config = ci_project / ".importlinter"
+    config.write_text(CI_CONFIG.replace("root_packages =\n    app\n", "root_packages =\n    app\nimporter_paths =\n    scripts\n"))
+    write_tree(ci_project, {"scripts/run.py": "def main():\n    from lib.old_place import run\n    return run\n"},
+               config=None)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()), cwd(ci_project):
+        assert main(["upgrade", "lib", "--output-format", "json"]) == 1
+    found = [f for f in json.loads(out.getvalue())["findings"] if f["path"] == "scripts/run.py"]
+    assert [(f["line"], f["importer"], f["replacement"]) for f in found] == [(2, "scripts.run", "lib.core.old_place")]
