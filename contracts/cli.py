@@ -282,10 +282,11 @@ def _lint_imports(argv: list[str]) -> int:
 
 def _upgrade_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint upgrade", formatter_class=_Formatter,
-                description="Check every reference this project makes to PACKAGE (imports at any depth, "
-                "importlib, string targets, mock.patch targets) against another release of it: "
-                "missing-module and missing-name findings, each with where it went when the map derived "
-                "from --from to --to gives one home that resolves in --to (then --fix rewrites it).")
+                description="Check every reference this project makes to PACKAGE (imports at any depth,\n"
+                "importlib, string targets, mock.patch targets, names used through a module alias)\n"
+                "against another release of it: missing-module and missing-name findings, each with\n"
+                "where it went when the map derived from --from to --to gives one home that resolves\n"
+                "in --to (then --fix writes it).")
     p.add_argument("package", metavar="PACKAGE", help="the dependency's top-level package, e.g. sglang")
     spec = ("a directory that holds PACKAGE, a wheel, or name==version (fetched as a wheel with "
             "`pip download --no-deps --only-binary :all:`; never built from an sdist)")

@@ -1,7 +1,8 @@
 """`derive-map`: the `replacements` lines of a `removed_modules` contract, read off the code.
 
     namespace-lint derive-map --removed PREFIX [--src DIR]
-    namespace-lint derive-map --removed PREFIX --before TREE --after TREE [--format text|json]
+    namespace-lint derive-map [--removed PREFIX ...] --before TREE --after TREE [--format text|json]
+                              [--write-config FILE]
 
 Writing the old -> new map by hand is where a migration goes wrong: a module left out, a typo
 that sends `--fix` to a module that does not exist. Two ways to derive it, both from the source
@@ -10,7 +11,9 @@ text alone (`ast`; nothing is imported, so neither tree needs its dependencies):
 - one tree in the middle of a migration (`--src`, default `.`): compat shims (`shims`);
 - two versions of the tree (`--before TREE --after TREE`; each a directory that contains the root
   package, a wheel file, or `name==version` fetched with `pip download --no-deps`): modules
-  matched by name, folded name and content, then names one by one (`moves`, `names`).
+  matched by name, folded name and content, then names one by one (`moves`, `names`). The
+  prefixes accumulate; none means every module of `--before` that `--after` does not have; a
+  prefix `--after` still has means its modules that `--after` does not have.
 
 stdout is a `replacements =` block ready to paste into the contract: module lines
 (`old.mod -> new.mod`), then per-name lines (`old.mod:name -> new.mod:name`), then `#` comment
