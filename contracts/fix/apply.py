@@ -16,7 +16,7 @@ from contracts.findings import Finding, shown_path
 from contracts.fix.rewrite import NameTargets
 from contracts.fix.source import fix_source
 from contracts.fix.syntax import LINE_RE
-from contracts.fix.verify import Verifier
+from contracts.fix.verify import Verifier, default_verifier
 from contracts.fix.write import Refused, open_for_fix, replace, writable_roots
 
 RULE_ID = "removed-module"  # the rule whose findings this fixes (`contracts.rules.removed_module`)
@@ -87,7 +87,7 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
     run = FixRun()
     removed = tuple(p for spec in cfg.removed for p in spec.removed)
     # No target given: the checked tree itself is one (its own packages' rewrites must resolve).
-    verifier = Verifier(verify_against) if verify_against else Verifier(os.path.abspath(src), roots=tuple(cfg.root_packages))
+    verifier = Verifier(verify_against) if verify_against else default_verifier(cfg, src)
     targets = name_targets(cfg)
     # A missing module is, for the rewrite, a removed one: chains through it are its uses.
     removed += tuple(sorted({f.imported.partition(":")[0] for f in result.findings if f.rule == "missing-module"}))

@@ -17,9 +17,11 @@ is made (pass `--verify-against` with that release to check it).
 
 from __future__ import annotations
 
+import os
+
 from contracts.engine.bindings import ModuleIndex
 from contracts.engine.discover import discover
-from contracts.engine.trees import open_tree, top_level_names
+from contracts.engine.trees import is_requirement, open_tree, top_level_names
 from contracts.errors import UsageError
 
 
@@ -82,3 +84,47 @@ class Verifier:
                     return None
                 return self.names(module, [parts[i]])
         return f"`{text}` does not exist in {self.spec}"
+
+
+class Verifiers:
+    """Several trees at once, each for its own top-level packages: the checked tree itself, and
+    the release each `dependency_upgrade` contract names for its package. A module goes to the
+    first tree that holds its top-level package; one no tree holds is unverified (and made)."""
+
+    def __init__(self, verifiers: list[Verifier]) -> None:
+        self.verifiers = verifiers
+        self.spec = verifiers[0].spec
+        self.unverified: set[str] = set()
+
+    def _for(self, module: str) -> Verifier | None:
+        top = module.split(".", 1)[0]
+        found = next((v for v in self.verifiers if top in v.only), None)
+        if found is None:
+            self.unverified.add(top)
+        return found
+
+    def module(self, module: str) -> str | None:
+        v = self._for(module)
+        return None if v is None else v.module(module)
+
+    def names(self, module: str, names: list[str]) -> str | None:
+        v = self._for(module)
+        return None if v is None else v.names(module, names)
+
+    def target(self, text: str) -> str | None:
+        v = self._for(text.partition(":")[0])
+        return None if v is None else v.target(text)
+
+
+def default_verifier(cfg, src: str) -> Verifiers:
+    """No `--verify-against`: the checked tree for its own packages, and for each
+    `dependency_upgrade` contract its `target` release for its package (a rewrite into it is
+    written only when it resolves there)."""
+    found = [Verifier(os.path.abspath(src), roots=tuple(cfg.root_packages))]
+    for spec in getattr(cfg, "upgrades", ()):
+        target = spec.target if is_requirement(spec.target) else os.path.normpath(os.path.join(cfg.base, spec.target))
+        release = Verifier(target, option=f"dependency_upgrade contract {spec.id}: target")
+        release.only = (spec.package,)
+        release.spec = spec.target
+        found.insert(0, release)
+    return Verifiers(found)

@@ -515,3 +515,22 @@ def test_the_project_includes_the_config_s_importer_paths(ci_project):
         assert main(["upgrade", "lib", "--output-format", "json"]) == 1
     found = [f for f in json.loads(out.getvalue())["findings"] if f["path"] == "scripts/run.py"]
     assert [(f["line"], f["importer"], f["replacement"]) for f in found] == [(2, "scripts.run", "lib.core.old_place")]
+
+
+def test_check_fix_rewrites_the_contract_s_findings_verified_against_its_target(ci_project, monkeypatch):
+    from contracts.fix import verify
+
+    checked = []
+    names = verify.Verifier.names
+
+    def spy(self, module, wanted):
+        checked.append((self.spec, module))
+        return names(self, module, wanted)
+
+    monkeypatch.setattr(verify.Verifier, "names", spy)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()), cwd(ci_project):
+        assert main(["--fix", "--no-cache"]) == 1
+    assert "Fixed 5 imports in 1 file" in out.getvalue()
+    assert ("vendor/after", "lib.core.old_place") in checked  # by the contract's target release
+    assert {f["line"] for f in json.loads(check(ci_project, "--output-format", "json")[1])["findings"]} == LEFT
