@@ -57,6 +57,9 @@ def map_names(result: Derived, old: TreeIndex, new: TreeIndex, prefix: str | tup
 
 
 def _same_here(new: TreeIndex, module: str, name: str, definition: Definition, threshold: float) -> bool:
+    here = new.definitions(module).get(name)
+    if here is not None:  # defined there at column 0: its own definition (read off the text, no parse)
+        return same_definition(definition, here, threshold, SAME_SIGNATURE) > 0
     if not new.binds(module, name):
         return False
     there = new.origin(module, name)
