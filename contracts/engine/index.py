@@ -341,6 +341,8 @@ class TreeIndex:
             return True
         if module not in self.files or module in _seen or len(_seen) > _STAR_DEPTH:
             return False
+        if name in self.definitions(module):
+            return True  # defined at column 0: read off the text, no parse
         names = self.names(module)
         if name in names.bound() or names.dynamic or not names.parsed:
             return True
@@ -351,6 +353,9 @@ class TreeIndex:
         tree: (defining module, definition), or None (not defined in the tree, or a submodule)."""
         if module not in self.files or (module, name) in _seen or len(_seen) > _STAR_DEPTH:
             return None
+        own = self.definitions(module).get(name)
+        if own is not None:
+            return module, own  # defined at column 0 (a later definition wins over an import)
         names = self.names(module)
         if name in names.defined:
             d = self.definitions(module).get(name)
