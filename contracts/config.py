@@ -455,7 +455,6 @@ class Config(Record):
     groups: list[GroupsSpec]
     layers: list[LayerSpec]
     missing: list[MissingSpec]
-    upgrades: list[UpgradeSpec]
     # Contracts of other types (stock import-linter ones): `lint-imports` runs them, the CLI does not.
     skipped: list[str]
     # The repository's layout (`LAYOUT_OPTIONS`), paths relative to the config file's directory.
@@ -466,6 +465,7 @@ class Config(Record):
     warnings: list[str]
     # `strict_baseline = true` in [importlinter]: as `--strict-baseline` on every run with a baseline.
     strict_baseline: bool
+    upgrades: list[UpgradeSpec]  # `dependency_upgrade` contracts
 
     def __init__(self, path: str, root_packages: tuple[str, ...], removed: list[RemovedSpec] | None = None,
                  groups: list[GroupsSpec] | None = None, layers: list[LayerSpec] | None = None,
