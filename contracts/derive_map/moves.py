@@ -131,15 +131,30 @@ class _Matcher:
         best = Evidence(how, s, shared)
         if module in self.old.compiled and c in self.new.compiled:
             best = Evidence(f"{how}, compiled", 1.0)  # no code to compare: the name is the evidence
-        elif how != "content" and s < MODULE_MIN and _same_names(mine, self.new.definitions(c)):
-            # Moved and edited at once (a parameter added to each class): the same set of
-            # functions and classes under the same or a folded name is the evidence.
-            best = Evidence(f"{how}, same definitions", MODULE_MIN, shared)
+        elif how != "content" and s < MODULE_MIN and mine:
+            best = self._named_evidence(mine, c, how, shared) or best
         if how != "content" and not mine:
             alt = self._without_definitions(module, c, children)
             if alt is not None:
                 best = alt
         return best
+
+    def _named_evidence(self, mine, c: str, how: str, shared) -> Evidence | None:
+        """A same- or folded-name candidate that does not define the code itself: one that
+        re-exports it (`lib._testing`, whose submodules define it: the public home), or one that
+        defines the same functions and classes with changed bodies (moved and edited at once)."""
+        total = sum(d.size for d in mine.values()) or 1
+        bound = [(n, same_definition(d, there[1], SAME_DEFINITION, SAME_SIGNATURE))
+                 for n, d in mine.items() if not plain_value(d) and (there := self.new.origin(c, n)) is not None]
+        bound = [(n, v) for n, v in bound if v]
+        share = sum(mine[n].size * v for n, v in bound) / total
+        if len(bound) >= min(MIN_SHARED, len(mine)) and share >= MODULE_MIN:
+            return Evidence(f"{how}, re-exported", share, tuple(sorted(bound, key=lambda x: (-x[1], x[0]))))
+        if _same_names(mine, self.new.definitions(c)):
+            # Moved and edited at once (a parameter added to each class): the same set of
+            # functions and classes under the same or a folded name is the evidence.
+            return Evidence(f"{how}, same definitions", MODULE_MIN, shared)
+        return None
 
     def match(self, module: str, result: Derived) -> None:
         named = self.named(module)

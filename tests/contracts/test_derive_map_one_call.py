@@ -179,3 +179,13 @@ def test_src_a_module_with_code_beside_its_getattr_is_not_a_shim(tmp_path, capsy
         "import pkg.new.place as _new\n\n\ndef helper():\n    return 1\n\n\n"
         "def __getattr__(name):\n    return getattr(_new, name)\n")})
     assert data["replacements"] == []
+
+
+def test_a_public_package_that_re_exports_the_code_is_the_home(tmp_path, capsys):
+    b, a = trees(tmp_path, {"pkg/util/__init__.py": "", "pkg/util/testing.py": fns("assert_equal", "assert_close")},
+                 {"pkg/_testing/__init__.py": "from pkg._testing.asserters import assert_close, assert_equal\n",
+                  "pkg/_testing/asserters.py": fns("assert_equal", "assert_close")})
+    _, data = derive(capsys, b, a)
+    entry = next(m for m in data["modules"] if m["module"] == "pkg.util.testing")
+    assert entry["status"] == "mapped" and entry["target"] == "pkg._testing"
+    assert entry["how"] == "folded name, re-exported"
