@@ -127,8 +127,8 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
     fixable: dict[Key, Finding] = {}
     for f in findings:
         if f.replacement is None and f.rule in ("missing-module", "missing-name"):
-            result.unfixable.append((f, "no one proven new home for what it imports (the finding says "
-                                        "what is known: the candidates, or why none); rewrite it by hand"))
+            result.unfixable.append((f, "no unique module is the proven new home of what it imports (the "
+                                        "finding says what is known: the candidates, or why none); rewrite it by hand"))
         elif f.replacement is None:
             result.unfixable.append((f, f"`replacements` names no new place for `{f.imported}`; "
                                         f"add a line for it to the contract"))
