@@ -86,10 +86,20 @@ def similarity(a: Definition, b: Definition, floor: float = 0.0) -> float:
         return 1.0
     if a.kind != b.kind:
         return 0.0
-    matcher = difflib.SequenceMatcher(None, a.chunks, b.chunks, autojunk=False)
-    if floor and (matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor):
-        return 0.0
-    return matcher.ratio()
+    key = (a.digest, b.digest, floor)
+    found = _SIMILARITY.get(key)
+    if found is None:
+        # The same pair is compared again by the name pass after the module pass.
+        matcher = difflib.SequenceMatcher(None, a.chunks, b.chunks, autojunk=False)
+        if floor and (matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor):
+            found = 0.0
+        else:
+            found = matcher.ratio()
+        _SIMILARITY[key] = found
+    return found
+
+
+_SIMILARITY: dict[tuple, float] = {}  # (digest, digest, floor) -> ratio: bodies, not places
 
 
 def _normalized(block: list[str], has_docstring: bool) -> tuple[str, ...]:
