@@ -144,8 +144,11 @@ class _Matcher:
         re-exports it (`lib._testing`, whose submodules define it: the public home), or one that
         defines the same functions and classes with changed bodies (moved and edited at once)."""
         total = sum(d.size for d in mine.values()) or 1
+        # Only a package re-exporting from its own submodules: a module that imports the code
+        # from elsewhere is a user of it, not its home.
         bound = [(n, same_definition(d, there[1], SAME_DEFINITION, SAME_SIGNATURE))
-                 for n, d in mine.items() if not plain_value(d) and (there := self.new.origin(c, n)) is not None]
+                 for n, d in mine.items() if self.new.is_package(c) and not plain_value(d)
+                 and (there := self.new.origin(c, n)) is not None and is_under(there[0], c)]
         bound = [(n, v) for n, v in bound if v]
         share = sum(mine[n].size * v for n, v in bound) / total
         if len(bound) >= min(MIN_SHARED, len(mine)) and share >= MODULE_MIN:
