@@ -140,8 +140,8 @@ class Upgrade:
         src = os.path.abspath(src)
         files = _project_files(cfg, src)
         scanned = [read for read in (self._read(*f) for f in files) if read is not None]
-        self._derive_for({r.imported for _, _, refs in scanned for r in refs if not self.to.index.exists(r.imported)}
-                         | {_module_of(r) for _, _, refs in scanned for r in refs if r.kind == "string"})
+        self._derive_for({m for _, _, refs in scanned for r in refs for m in _modules_of(r)
+                          if not self.to.index.exists(m)})
         findings = sorted({f for rel, module, refs in scanned for f in self._file(rel, module, refs)})
         if paths:
             wanted = {os.path.relpath(os.path.abspath(p), src).replace(os.sep, "/") for p in paths}
@@ -405,9 +405,14 @@ def _project_files(cfg: Config, src: str) -> list[tuple[str, str, str, bool]]:
     return files
 
 
-def _module_of(ref) -> str:
-    """A string target's module: `a.b` of `a.b:c`; `a.b` of a dotted `a.b.c` (its parent)."""
-    return ref.imported if ref.attr else ref.imported.rpartition(".")[0] or ref.imported
+def _modules_of(ref) -> tuple[str, ...]:
+    """The modules a reference may name: `a.b` (and `a.b.c` for `from a.b import c`, a
+    submodule perhaps); a dotted string `a.b.c`, `a.b` too (its parent)."""
+    if ref.kind in ("from", "attribute") and ref.name and ref.name != "*":
+        return ref.imported, f"{ref.imported}.{ref.name}"
+    if ref.kind == "string" and not ref.attr:
+        return ref.imported, ref.imported.rpartition(".")[0] or ref.imported
+    return (ref.imported,)
 
 
 _OPENED: dict[tuple, Upgrade] = {}  # one reading of the releases per process (both faces, every contract)

@@ -325,6 +325,16 @@ def test_fix_without_verify_against_never_writes_a_module_the_tree_lacks(tmp_pat
     assert "`pkg.nowhere.mod` does not exist" in out.getvalue()
 
 
+def test_a_moved_submodule_imported_from_its_package_gets_the_new_package(releases):
+    before, after, project = releases
+    (project / "app" / "sub.py").write_text("from lib import old_place\n")
+    found = [f for f in findings_in(project, before, after) if f["path"] == "app/sub.py"]
+    assert [(f["rule"], f["imported"], f["replacement"]) for f in found] == [
+        ("missing-name", "lib.old_place", "lib.core.old_place")]
+    upgrade(project, before, after, "--fix")
+    assert (project / "app" / "sub.py").read_text() == "from lib.core import old_place\n"
+
+
 def test_clean_project_exits_zero(releases):
     before, after, project = releases
     (project / "app" / "main.py").write_text("from lib.core.old_place import Engine\nfrom lib.stays import helper\n")
