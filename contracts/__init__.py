@@ -6,6 +6,7 @@
         operator_groups: contracts.OperatorGroupsContract
         layer: contracts.LayerContract
         missing_imports: contracts.MissingImportsContract
+        dependency_upgrade: contracts.DependencyUpgradeContract
 
 The classes are loaded on first access, so `python -m contracts` starts without importing
 import-linter. Nothing here imports torch or the code being checked.
@@ -17,7 +18,8 @@ _hygiene.install()  # first: nothing below may come from the working directory (
 
 from contracts._version import __version__  # noqa: E402
 
-__all__ = ["__version__", "LayerContract", "MissingImportsContract", "OperatorGroupsContract", "RemovedModulesContract"]
+__all__ = ["__version__", "DependencyUpgradeContract", "LayerContract", "MissingImportsContract",
+           "OperatorGroupsContract", "RemovedModulesContract"]
 
 
 def __getattr__(name: str):

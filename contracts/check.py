@@ -16,7 +16,7 @@ import os
 import time
 
 from contracts._record import Record
-from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec
+from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec, UpgradeSpec
 from contracts.engine import cache
 from contracts.engine.records import ScanPlan
 from contracts.engine.stamp import load_result, save_result
@@ -196,6 +196,10 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
         return rules.layer.check(model, spec)
     if isinstance(spec, MissingSpec):
         return rules.missing_module.check(model, config, spec) + rules.missing_name.check(model, config, spec)
+    if isinstance(spec, UpgradeSpec):
+        from contracts.upgrade import contract_upgrade
+
+        return contract_upgrade(config, spec).check(config, model.src)[0]
     raise TypeError(spec)
 
 
@@ -228,6 +232,8 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     src = os.path.abspath(src)
     _validate_tree(config, src, contract_ids)
     warnings: list[str] = []
+    if config.upgrades:
+        cache_dir = None  # the findings depend on a release outside the tree, which no stamp covers
     if cache_dir:
         cache_dir = _usable_cache(os.path.abspath(cache_dir), config, src, warnings)
     plan = plan_for(config, contract_ids)
@@ -530,7 +536,7 @@ def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> R
             continue
         found = sorted(set(contract_findings(model, config, spec)))
         kind = {RemovedSpec: "removed_modules", GroupsSpec: "operator_groups", LayerSpec: "layer",
-                MissingSpec: "missing_imports"}[type(spec)]
+                MissingSpec: "missing_imports", UpgradeSpec: "dependency_upgrade"}[type(spec)]
         results.append(ContractResult(spec.id, spec.name, kind, found))
     return Result(
         files_scanned=model.files_read,

@@ -3,6 +3,7 @@
     namespace-lint [check] [OPTIONS] [PATH ...]     check the tree (the default command)
     namespace-lint rules [--output-format text|json] [RULE_ID ...]
     namespace-lint derive-map --removed PREFIX [--before DIR --after DIR] [--src DIR]
+    namespace-lint upgrade PACKAGE --to SPEC [--from SPEC] [--fix | --diff] [PATH ...]
     namespace-lint --pre-commit [ARGS] [FILE ...]   the hook's entry: trailing FILEs are paths only
 
 Exit codes, as ruff's: 0 no finding (left), 1 findings (after `--fix`: findings remain, of any
@@ -33,6 +34,9 @@ commands:
   rules [RULE_ID ...]   list the rules, one line each; with RULE_IDs, their full documentation
   derive-map            derive the `replacements` lines of a removed_modules contract
                         (`namespace-lint derive-map --help`)
+  upgrade PACKAGE --to SPEC
+                        will this project run on that release of PACKAGE? its references to
+                        PACKAGE checked (and with --fix, moved) (`namespace-lint upgrade --help`)
   lint-imports [ARGS]   import-linter's lint-imports on the configured packages (`source_dir` first
                         on sys.path, no logo): what the pre-commit hook runs
 
@@ -208,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                 return derive_main(argv[1:])
         if argv and argv[0] == "rules":
             return _rules(argv[1:])
+        if argv and argv[0] == "upgrade":
+            return _upgrade(argv[1:])
         if argv and argv[0] == "lint-imports":
             return _lint_imports(argv[1:])
         if argv and argv[0] == "check":
@@ -286,6 +292,86 @@ def _lint_imports(argv: list[str]) -> int:
     return EXIT_CLEAN
 
 
+def _upgrade_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="namespace-lint upgrade", formatter_class=_Formatter,
+                description="Check every reference this project makes to PACKAGE (imports at any depth,\n"
+                "importlib, string targets, mock.patch targets, names used through a module alias)\n"
+                "against another release of it: missing-module and missing-name findings, each with\n"
+                "where it went when the map derived from --from to --to gives one home that resolves\n"
+                "in --to (then --fix writes it).")
+    p.add_argument("package", metavar="PACKAGE", help="the dependency's top-level package, e.g. sglang")
+    spec = ("a directory that holds PACKAGE, a wheel, or name==version (fetched as a wheel with "
+            "`pip download --no-deps --only-binary :all:`; never built from an sdist)")
+    p.add_argument("--to", metavar="SPEC", help=f"the release to run on: {spec}; default: the `target` of "
+                   f"the config's dependency_upgrade contract for PACKAGE")
+    p.add_argument("--from", dest="from_spec", metavar="SPEC", help=f"the release the project was written "
+                   f"against (where things moved from): {spec}; default: the contract's `source`, else "
+                   f"the installed distribution of PACKAGE, read as files")
+    p.add_argument("--config", metavar="FILE", help="the project's import-linter config (default: found "
+                   "upward, as for check): its root packages and importer_paths are the project")
+    p.add_argument("--root-package", action="append", metavar="NAME", help="no config file: the "
+                   "project's package under --src (repeatable)")
+    p.add_argument("--src", metavar="DIR", help="the directory that contains the project's package(s)")
+    p.add_argument("--output-format", "--format", dest="format", choices=FORMAT_CHOICES, default="concise",
+                   metavar="FORMAT", help="as for check")
+    p.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--baseline", metavar="FILE", help="fail only on findings not recorded in FILE")
+    p.add_argument("--strict-baseline", action="store_true", default=None,
+                   help="with --baseline: also fail when an entry of FILE no longer occurs")
+    p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE and exit 0")
+    fix = p.add_mutually_exclusive_group()
+    fix.add_argument("--fix", action="store_true", help="rewrite each finding with one verified new home")
+    fix.add_argument("--diff", action="store_true", help="print the --fix rewrite as a unified diff; write nothing")
+    p.add_argument("--statistics", action="store_true", help="count findings per rule")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="print the findings only")
+    talk.add_argument("-v", "--verbose", action="store_true", help="also print timings per phase")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="report findings in these files only")
+    p.set_defaults(contract=None, jobs=1, no_cache=True, cache_dir=None, verify_against=None)
+    return p
+
+
+def _upgrade(argv: list[str]) -> int:
+    """`namespace-lint upgrade`: `contracts.upgrade` on the project, reported as `check` reports."""
+    from contracts.check import Result
+    from contracts.errors import UsageError
+    from contracts.terminal import Progress
+    from contracts.upgrade import contract_upgrade, open_upgrade
+
+    args = _upgrade_parser().parse_args(argv)
+    timings: dict[str, float] = {}
+    cfg, src, _ = _project(args, timings)
+    spec = next((s for s in cfg.upgrades if s.package == args.package), None)
+    if args.to is None and spec is None:
+        raise UsageError(f"--to SPEC: name the release of `{args.package}` to check against (or configure a "
+                         f"dependency_upgrade contract with package = {args.package})")
+    _check_run_args(args, cfg, src)
+    progress = Progress(enabled=None if not args.quiet else False)
+    clock = time.perf_counter()
+    with progress.phase("reading the releases"):
+        if args.to is None:
+            upgrade = contract_upgrade(cfg, spec) if args.from_spec is None else \
+                contract_upgrade(cfg, type(spec)(spec.id, spec.name, spec.package, spec.target, args.from_spec))
+            args.to = upgrade.to.spec
+        else:
+            upgrade = open_upgrade(args.package, args.to, args.from_spec)
+    timings["releases"] = time.perf_counter() - clock
+    if args.fix or args.diff:
+        args.verify_against = args.to  # a rewrite is written only when it resolves in --to
+
+    def checked() -> Result:
+        findings, files = upgrade.check(cfg, src, args.paths or None)
+        return Result(files_scanned=files, files_total=files, findings=findings, src=os.path.abspath(src))
+
+    with progress.phase("checking"):
+        result = checked()
+    if upgrade.old is None and not args.quiet:
+        print(f"namespace-lint: notice: no --from release (and `{args.package}` is not installed): "
+              f"findings say what is missing, not where it went", file=sys.stderr)
+    return _report(args, cfg, src, result, progress, timings, checked)
+
+
 def _rules_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="namespace-lint rules", description="The rules: one line each (id, whether "
                 "--fix repairs it, what it flags); with RULE_IDs, their full documentation.")
@@ -319,14 +405,59 @@ def _rules(argv: list[str]) -> int:
 
 
 def _check(argv: list[str]) -> int:
-    from contracts import config as config_mod
     from contracts.check import run
-    from contracts.config_source import shown
     from contracts.errors import UsageError
     from contracts.terminal import Progress
 
     args = _check_parser().parse_args(argv)
     timings: dict[str, float] = {}
+    cfg, src, cache_dir = _project(args, timings)
+    _check_run_args(args, cfg, src)
+    progress = Progress(enabled=None if not args.quiet else False)
+    with progress.phase("checking"):
+        result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract,
+                     jobs=_jobs_asked(args))
+    timings.update(result.timings)
+    for line in result.warnings:
+        print(f"namespace-lint: warning: {line}", file=sys.stderr)
+    for line in result.notices:
+        print(f"namespace-lint: notice: {line}", file=sys.stderr)
+    if args.contract:
+        unknown = sorted(set(args.contract) - {c.id for c in result.contracts})
+        if unknown:
+            raise UsageError(f"--contract {unknown[0]}: no contract of this tool's types has that id")
+    return _report(args, cfg, src, result, progress, timings,
+                   lambda: run(cfg, src, paths=args.paths or None, cache_dir=None, contract_ids=args.contract,
+                               jobs=_jobs_asked(args)))
+
+
+def _check_run_args(args, cfg, src: str) -> None:
+    """The PATHs and baseline options of a run, checked before it: a PATH that does not exist must
+    name a module of the root packages (deleted or renamed away: `git diff --name-only` lists it);
+    `--write-baseline` never writes through a linked directory."""
+    from contracts.errors import UsageError
+
+    for p in args.paths:
+        if not os.path.exists(p):
+            from contracts.check import modules_of
+
+            if not modules_of(cfg, src, [p]):
+                raise UsageError(f"PATH {p}: no such file or directory (nor a module of "
+                                 f"{', '.join(cfg.root_packages)} under {src})")
+    if args.strict_baseline and not args.baseline:
+        raise UsageError("--strict-baseline needs --baseline FILE")
+    if args.write_baseline:
+        from contracts.safe_paths import refuse_linked_directories
+
+        refuse_linked_directories(args.write_baseline, "--write-baseline")
+
+
+def _project(args, timings: dict[str, float]):
+    """(the configuration, the source directory, the cache directory or None) that `args` name:
+    the config found upward (or `--config`), or `--root-package` without one."""
+    from contracts import config as config_mod
+    from contracts.errors import UsageError
+
     clock = time.perf_counter()
     if args.root_package:
         if args.config is not None:
@@ -362,33 +493,14 @@ def _check(argv: list[str]) -> int:
             args.cache_dir or os.path.join(cfg.base, CACHE_DIRNAME))
         args.baseline = _beside_config(cfg, args.baseline)
         args.write_baseline = _beside_config(cfg, args.write_baseline)
-    gone = [p for p in args.paths if not os.path.exists(p)]
-    if gone:
-        from contracts.check import modules_of
+    return cfg, src, cache_dir
 
-        for p in gone:  # a module deleted or renamed away (`git diff --name-only` lists it)
-            if not modules_of(cfg, src, [p]):
-                raise UsageError(f"PATH {p}: no such file or directory (nor a module of "
-                                 f"{', '.join(cfg.root_packages)} under {src})")
-    if args.strict_baseline and not args.baseline:
-        raise UsageError("--strict-baseline needs --baseline FILE")
-    if args.write_baseline:
-        from contracts.safe_paths import refuse_linked_directories
 
-        refuse_linked_directories(args.write_baseline, "--write-baseline")
-    progress = Progress(enabled=None if not args.quiet else False)
-    with progress.phase("checking"):
-        result = run(cfg, src, paths=args.paths or None, cache_dir=cache_dir, contract_ids=args.contract,
-                     jobs=_jobs_asked(args))
-    timings.update(result.timings)
-    for line in result.warnings:
-        print(f"namespace-lint: warning: {line}", file=sys.stderr)
-    for line in result.notices:
-        print(f"namespace-lint: notice: {line}", file=sys.stderr)
-    if args.contract:
-        unknown = sorted(set(args.contract) - {c.id for c in result.contracts})
-        if unknown:
-            raise UsageError(f"--contract {unknown[0]}: no contract of this tool's types has that id")
+def _report(args, cfg, src: str, result, progress, timings: dict[str, float], rerun) -> int:
+    """Baseline, fix, render and exit status of a run's `result` (`check` and `upgrade` alike);
+    `rerun()` checks the tree again after `--fix` wrote something."""
+    from contracts.config_source import shown
+    from contracts.errors import UsageError
 
     if args.write_baseline and not args.baseline:
         from contracts.baseline import write
@@ -423,8 +535,7 @@ def _check(argv: list[str]) -> int:
             if args.fix and outcome.fixed:
                 # What is left is what a fresh check of the rewritten tree finds (a rewrite can
                 # move lines, and the new import is checked by every contract).
-                result = run(cfg, src, paths=args.paths or None, cache_dir=None, contract_ids=args.contract,
-                             jobs=_jobs_asked(args))
+                result = rerun()
                 findings = result.findings
             else:
                 fixed = set(outcome.fixed)

@@ -28,6 +28,7 @@ OWN_CLASSES = {
     "contracts.OperatorGroupsContract": "operator_groups",
     "contracts.LayerContract": "layer",
     "contracts.MissingImportsContract": "missing_imports",
+    "contracts.DependencyUpgradeContract": "dependency_upgrade",
 }
 # import-linter's built-in contract types (run by `lint-imports`, not by this CLI).
 STOCK_TYPES = frozenset(
@@ -392,8 +393,45 @@ def layer_spec(cid: str, options: dict) -> LayerSpec:
     return LayerSpec(cid, options.get("name", cid), layers, ignore_imports=patterns, unmatched_alerting=alerting)
 
 
+class UpgradeSpec(Record, frozen=True):
+    """Options of a `dependency_upgrade` contract: the project's references to `package` resolve
+    in the release `target` (a directory or wheel, relative to the config file, or
+    name==version); `source` is the release the project was written against (where things
+    moved from; default: the installed distribution)."""
+
+    id: str
+    name: str
+    package: str
+    target: str
+    source: str | None
+
+    def __init__(self, id: str, name: str, package: str, target: str, source: str | None = None) -> None:
+        self.__dict__.update(id=id, name=name, package=package, target=target, source=source)
+
+
+def _single(options: dict, option: str, example: str) -> str | None:
+    value = options.get(option)
+    if value is None:
+        return None
+    if isinstance(value, list) or not str(value).strip():
+        raise OptionError(option, f"expected a single value, e.g. '{example}'.")
+    return str(value).strip()
+
+
+def upgrade_spec(cid: str, options: dict) -> UpgradeSpec:
+    package = _single(options, "package", "sglang")
+    if package is None or not _IDENT_RE.match(package):
+        raise OptionError("package", "name the dependency's top-level package, e.g. 'sglang'.")
+    target = _single(options, "target", "vendor/sglang-0.5.23-py3-none-any.whl")
+    if target is None:
+        raise OptionError("target", "name the release to run on: a directory or a wheel (relative to this "
+                                    "file), or name==version, e.g. 'vendor/sglang-0.5.23-py3-none-any.whl'.")
+    return UpgradeSpec(cid, options.get("name", cid), package, target,
+                       _single(options, "source", "vendor/sglang-0.5.16-py3-none-any.whl"))
+
+
 SPEC_BUILDERS = {"removed_modules": removed_spec, "operator_groups": groups_spec, "layer": layer_spec,
-                 "missing_imports": missing_spec}
+                 "missing_imports": missing_spec, "dependency_upgrade": upgrade_spec}
 KNOWN_OPTIONS = {
     "removed_modules": {"removed_modules", "replacements"},
     "operator_groups": {"container", "groups", "shared_modules", "allowed_imports"},
@@ -404,6 +442,7 @@ KNOWN_OPTIONS = {
 EXEMPTION_OPTIONS = ("ignore_imports", "unmatched_ignore_imports_alerting")
 for _options in KNOWN_OPTIONS.values():
     _options.update(EXEMPTION_OPTIONS)
+KNOWN_OPTIONS["dependency_upgrade"] = {"package", "target", "source"}
 
 
 # --------------------------------------------------------------------------- the file
@@ -426,13 +465,16 @@ class Config(Record):
     warnings: list[str]
     # `strict_baseline = true` in [importlinter]: as `--strict-baseline` on every run with a baseline.
     strict_baseline: bool
+    upgrades: list[UpgradeSpec]  # `dependency_upgrade` contracts
 
     def __init__(self, path: str, root_packages: tuple[str, ...], removed: list[RemovedSpec] | None = None,
                  groups: list[GroupsSpec] | None = None, layers: list[LayerSpec] | None = None,
                  missing: list[MissingSpec] | None = None, skipped: list[str] | None = None,
                  source_dir: str | None = None, importer_paths: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
-                 warnings: list[str] | None = None, strict_baseline: bool = False) -> None:
+                 warnings: list[str] | None = None, strict_baseline: bool = False,
+                 upgrades: list[UpgradeSpec] | None = None) -> None:
         self.path, self.root_packages = path, root_packages
+        self.upgrades = [] if upgrades is None else upgrades
         self.removed = [] if removed is None else removed
         self.groups = [] if groups is None else groups
         self.layers = [] if layers is None else layers
@@ -450,11 +492,11 @@ class Config(Record):
     @property
     def fingerprint(self) -> str:
         return repr((self.root_packages, self.removed, self.groups, self.layers, self.source_dir,
-                     self.importer_paths, self.exclude, self.missing))
+                     self.importer_paths, self.exclude, self.missing, self.upgrades))
 
     @property
     def specs(self) -> tuple:
-        return (*self.removed, *self.groups, *self.layers, *self.missing)
+        return (*self.removed, *self.groups, *self.layers, *self.missing, *self.upgrades)
 
 
 ZERO_CONFIG_ID = "missing-imports"
@@ -538,10 +580,11 @@ def load(path: str) -> Config:
         except OptionError as e:
             raise err(str(e), section=section, option=e.option) from None
         {"removed_modules": config.removed, "operator_groups": config.groups, "layer": config.layers,
-         "missing_imports": config.missing}[kind].append(spec)
-    if not (config.removed or config.groups or config.layers or config.missing):
+         "missing_imports": config.missing, "dependency_upgrade": config.upgrades}[kind].append(spec)
+    if not (config.removed or config.groups or config.layers or config.missing or config.upgrades):
         raise err(
-            "no contract of this tool's types (removed_modules, operator_groups, layer, missing_imports) "
+            "no contract of this tool's types (removed_modules, operator_groups, layer, missing_imports, "
+            "dependency_upgrade) "
             "is configured.",
             option="contract_types",
         )

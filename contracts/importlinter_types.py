@@ -88,7 +88,7 @@ class _OwnContract(Contract):
         if cfg is None or self.spec not in cfg.specs:
             cfg = config_mod.Config(path=os.path.abspath(path or ".importlinter"), root_packages=tuple(roots))
             getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers",
-                          "missing_imports": "missing"}[self.kind]).append(self.spec)
+                          "missing_imports": "missing", "dependency_upgrade": "upgrades"}[self.kind]).append(self.spec)
         key = (src, cfg.fingerprint)
         # `lint-imports --no-cache` turns off this tool's cache too: every run is then cold.
         cache_dir = None if _no_cache() else os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
@@ -190,3 +190,16 @@ class MissingImportsContract(_OwnContract):
     kind = "missing_imports"
     packages = fields.ListField(subfield=fields.StringField(), required=False)
     include_guarded = fields.StringField(required=False)
+
+
+class DependencyUpgradeContract(_OwnContract):
+    """The project runs on a given release of a dependency: every reference to `package` resolves
+    in `target` (a directory or wheel in the repository, or name==version). Rules:
+    `missing-module`, `missing-name` (with the new home `source` -> `target` gives, if any).
+    """
+
+    type_name = "dependency_upgrade"
+    kind = "dependency_upgrade"
+    package = fields.StringField()
+    target = fields.StringField()
+    source = fields.StringField(required=False)

@@ -46,6 +46,7 @@ from contracts.derive_map.model import (
 from contracts.derive_map.names import map_names
 from contracts.engine.index import Definition, TreeIndex, plain_value, same_definition
 from contracts.engine.resolve import is_under
+from contracts.engine.trees import top_level_names
 
 MAX_CONTENT_CANDIDATES = 20  # the candidates by content scored per module, most shared names first
 JIT_PREFIX = "_jit_"  # upstream's name for a moved JIT wrapper: hicache -> _jit_hicache
@@ -79,43 +80,94 @@ def score(mine: dict[str, Definition], theirs: dict[str, Definition]) -> tuple[f
     return got / total, tuple(sorted(shared, key=lambda x: (-x[1], x[0])))
 
 
+def under_any(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(is_under(module, p) for p in prefixes)
+
+
+def _bare(name: str) -> str:
+    """`_spam`, `spam_`, `__spam` -> `spam`: a module made private (or public) keeps its name."""
+    return name.strip("_") or name
+
+
 class _Matcher:
-    def __init__(self, old: TreeIndex, new: TreeIndex, prefix: str) -> None:
-        self.old, self.new, self.prefix = old, new, prefix
+    def __init__(self, old: TreeIndex, new: TreeIndex, prefixes: tuple[str, ...]) -> None:
+        self.old, self.new, self.prefixes = old, new, prefixes
         self.by_name: dict[str, set[str]] = {}
-        for m in new.files:
-            if is_under(m, prefix):
+        self.by_bare: dict[str, set[str]] = {}
+        for m in sorted(set(new.files) | new.compiled):
+            if under_any(m, prefixes):
                 continue  # still there: not where anything moved to
             last = m.rsplit(".", 1)[-1]
             self.by_name.setdefault(last, set()).add(m)
+            self.by_bare.setdefault(_bare(last), set()).add(m)
             if last.startswith(JIT_PREFIX) and len(last) > len(JIT_PREFIX):
                 self.by_name.setdefault(last[len(JIT_PREFIX):], set()).add(m)
 
     def outside(self, modules) -> set[str]:
-        return {m for m in modules if not is_under(m, self.prefix)}
+        return {m for m in modules if not under_any(m, self.prefixes)}
 
-    def match(self, module: str, result: Derived) -> None:
+    def prefix_of(self, module: str) -> str:
+        return max((p for p in self.prefixes if is_under(module, p)), key=len, default=module)
+
+    def named(self, module: str) -> dict[str, str]:
+        """Candidates by name: the same name, or a folded one -> "same name" / "folded name"."""
         last = module.rsplit(".", 1)[-1]
         same = self.by_name.get(last, set())
-        folded = set().union(*(self.by_name.get(f, set()) for f in folded_names(module, self.prefix)))
-        named = {c: ("same name" if c in same else "folded name") for c in same | folded}
+        folded = set().union(*(self.by_name.get(f, set()) for f in folded_names(module, self.prefix_of(module))))
+        # `foo` -> `_foo` (made private) or back: a folded name too, when it is the only such.
+        bare = self.by_bare.get(_bare(last), set()) - same
+        if len(bare) == 1:
+            folded |= bare
+        return {c: ("same name" if c in same else "folded name") for c in same | folded}
+
+    def evidence(self, module: str, c: str, how: str, mine, children) -> Evidence | None:
+        """How far candidate `c` holds `module`'s code (None: a content candidate too weak to list)."""
+        s, shared = score(mine, _own(self.new.definitions(c))) if mine else (0.0, ())
+        # (a plain value, `N = 36`, shared by chance is no evidence: `names.py`)
+        evidence = [n for n, s in shared if not plain_value(mine[n])]
+        if how == "content" and len(evidence) < MIN_SHARED and not (
+                len(mine) == 1 and evidence and shared[0][1] == 1.0):
+            return None
+        best = Evidence(how, s, shared)
+        if module in self.old.compiled and c in self.new.compiled:
+            best = Evidence(f"{how}, compiled", 1.0)  # no code to compare: the name is the evidence
+        elif how != "content" and s < MODULE_MIN and mine:
+            best = self._named_evidence(mine, c, how, shared) or best
+        if how != "content" and not mine:
+            alt = self._without_definitions(module, c, children)
+            if alt is not None:
+                best = alt
+        return best
+
+    def _named_evidence(self, mine, c: str, how: str, shared) -> Evidence | None:
+        """A same- or folded-name candidate that does not define the code itself: one that
+        re-exports it (`lib._testing`, whose submodules define it: the public home), or one that
+        defines the same functions and classes with changed bodies (moved and edited at once)."""
+        total = sum(d.size for d in mine.values()) or 1
+        # Only a package re-exporting from its own submodules: a module that imports the code
+        # from elsewhere is a user of it, not its home.
+        bound = [(n, same_definition(d, there[1], SAME_DEFINITION, SAME_SIGNATURE))
+                 for n, d in mine.items() if self.new.is_package(c) and not plain_value(d)
+                 and (there := self.new.origin(c, n)) is not None and is_under(there[0], c)]
+        bound = [(n, v) for n, v in bound if v]
+        share = sum(mine[n].size * v for n, v in bound) / total
+        if len(bound) >= min(MIN_SHARED, len(mine)) and share >= MODULE_MIN:
+            return Evidence(f"{how}, re-exported", share, tuple(sorted(bound, key=lambda x: (-x[1], x[0]))))
+        if _same_names(mine, self.new.definitions(c)):
+            # Moved and edited at once (a parameter added to each class): the same set of
+            # functions and classes under the same or a folded name is the evidence.
+            return Evidence(f"{how}, same definitions", MODULE_MIN, shared)
+        return None
+
+    def match(self, module: str, result: Derived) -> None:
+        named = self.named(module)
         mine = _own(self.old.definitions(module))
         children = {m: t for m, t in result.mapped.items() if m.rpartition(".")[0] == module}
         scored: dict[str, Evidence] = {}
         for c in sorted(set(named) | self._by_content(mine)):
-            s, shared = score(mine, _own(self.new.definitions(c))) if mine else (0.0, ())
-            how = named.get(c, "content")
-            # (a plain value, `N = 36`, shared by chance is no evidence: `names.py`)
-            evidence = [n for n, s in shared if not plain_value(mine[n])]
-            if how == "content" and len(evidence) < MIN_SHARED and not (
-                    len(mine) == 1 and evidence and shared[0][1] == 1.0):
-                continue
-            best = Evidence(how, s, shared)
-            if c in named and not mine:
-                alt = self._without_definitions(module, c, children)
-                if alt is not None:
-                    best = alt
-            scored[c] = best
+            best = self.evidence(module, c, named.get(c, "content"), mine, children)
+            if best is not None:
+                scored[c] = best
         ranked = sorted(scored.items(), key=lambda kv: (-kv[1].score, kv[0]))
         result.scores[module] = [(c, e.score) for c, e in ranked[:5]]
         eligible = [(c, e) for c, e in ranked if e.score >= MODULE_MIN]
@@ -180,7 +232,7 @@ class _Matcher:
         elsewhere: dict[str, list[str]] = {}  # module -> the definitions it has with the same body
         for name, d in sorted(mine.items()):
             for m, other in self.new.definitions_of(name):
-                if not is_under(m, self.prefix) and same_definition(d, other, SAME_DEFINITION, SAME_SIGNATURE):
+                if not under_any(m, self.prefixes) and same_definition(d, other, SAME_DEFINITION, SAME_SIGNATURE):
                     elsewhere.setdefault(m, []).append(name)
         if not elsewhere:
             return (f"none of its {len(mine)} definitions is defined, with the same body, by a module "
@@ -190,20 +242,60 @@ class _Matcher:
                 f"body: at most {len(names)}, in `{most}` ({', '.join(f'`{n}`' for n in names[:5])})")
 
 
-def moved_map(before: str, after: str, prefix: str) -> Derived:
-    """Match every module under `prefix` in `before` to the module in `after` it moved to, then
-    every name those modules bind to the module that now defines it."""
-    root = prefix.split(".", 1)[0]
-    old = TreeIndex(before, (root,))
-    new = TreeIndex(after, (root,))
-    modules = sorted(m for m in old.files if is_under(m, prefix))
+def _same_names(mine: dict[str, Definition], theirs: dict[str, Definition]) -> bool:
+    """Do both modules define the same functions and classes (two at least; plain values, which
+    two modules can share by chance, aside)?"""
+    code = {n for n, d in mine.items() if not plain_value(d)}
+    return len(code) >= MIN_SHARED and code == {n for n, d in _own(theirs).items() if not plain_value(d)}
+
+
+def moved_map(before: str, after: str, prefix: str | tuple[str, ...] | None) -> Derived:
+    """Match every module under `prefix` (one or several; None: every module of `before` that
+    `after` does not have) in `before` to the module in `after` it moved to, then every name
+    those modules bind to the module that now defines it."""
+    roots = _roots(before, after, prefix)
+    old = TreeIndex(before, roots)
+    new = TreeIndex(after, roots)
+    return derive(old, new, prefix)
+
+
+def _roots(before: str, after: str, prefix) -> tuple[str, ...]:
+    if prefix is None:
+        return tuple(sorted(set(top_level_names(before)) & set(top_level_names(after))))
+    prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
+    return tuple(sorted({p.split(".", 1)[0] for p in prefixes}))
+
+
+def gone_prefixes(old: TreeIndex, new: TreeIndex, within: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The modules of `old` that `new` does not have, each under the highest such package only
+    (`a.b` for `a.b` and `a.b.c`), optionally only those under `within`."""
+    gone = sorted(m for m in set(old.files) | old.compiled
+                  if not new.has_module(m) and (not within or under_any(m, within)))
+    out: list[str] = []
+    for m in gone:
+        if not out or not is_under(m, out[-1]):
+            out.append(m)
+    return tuple(out)
+
+
+def derive(old: TreeIndex, new: TreeIndex, prefix: str | tuple[str, ...] | None) -> Derived:
+    """`moved_map` over indexes already built."""
+    if prefix is None:
+        prefixes = gone_prefixes(old, new)
+    else:
+        # A prefix `after` still has stands for its modules that `after` does not have: what is
+        # still there did not move (mapping it sent `pkg.sub.a:MAX_INT` to an unrelated module).
+        asked = (prefix,) if isinstance(prefix, str) else tuple(dict.fromkeys(prefix))
+        kept = tuple(p for p in asked if new.has_module(p))
+        prefixes = tuple(p for p in asked if p not in kept) + (gone_prefixes(old, new, kept) if kept else ())
+    modules = sorted(m for m in set(old.files) | old.compiled if under_any(m, prefixes))
     result = Derived(modules)
-    matcher = _Matcher(old, new, prefix)
+    matcher = _Matcher(old, new, prefixes)
     # Deepest first: a package is confirmed by where its submodules went.
     for module in sorted(modules, key=lambda m: (-m.count("."), m)):
         matcher.match(module, result)
     _withhold_unsafe_prefixes(result, new)
-    map_names(result, old, new, prefix)
+    map_names(result, old, new, prefixes)
     return result
 
 

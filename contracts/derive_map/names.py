@@ -32,7 +32,12 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-def map_names(result: Derived, old: TreeIndex, new: TreeIndex, prefix: str) -> None:
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(is_under(module, p) for p in prefixes)
+
+
+def map_names(result: Derived, old: TreeIndex, new: TreeIndex, prefix: str | tuple[str, ...]) -> None:
+    prefix = (prefix,) if isinstance(prefix, str) else tuple(prefix)
     for module in result.modules:
         # A module's own definitions; for a package, also the names it re-exports (a plain
         # module's imports are its own business, not its interface).
@@ -48,10 +53,13 @@ def map_names(result: Derived, old: TreeIndex, new: TreeIndex, prefix: str) -> N
             target = result.effective(module)
             if target is not None and _same_here(new, target, name, definition, SAME_DEFINITION):
                 continue
-            _place(result, new, prefix, module, name, home, definition, SAME_DEFINITION, TIE_MARGIN)
+            place_name(result, new, prefix, module, name, home, definition, SAME_DEFINITION, TIE_MARGIN)
 
 
 def _same_here(new: TreeIndex, module: str, name: str, definition: Definition, threshold: float) -> bool:
+    here = new.definitions(module).get(name)
+    if here is not None:  # defined there at column 0: its own definition (read off the text, no parse)
+        return same_definition(definition, here, threshold, SAME_SIGNATURE) > 0
     if not new.binds(module, name):
         return False
     there = new.origin(module, name)
@@ -60,19 +68,19 @@ def _same_here(new: TreeIndex, module: str, name: str, definition: Definition, t
     return same_definition(definition, there[1], threshold, SAME_SIGNATURE) > 0
 
 
-def _place(result: Derived, new: TreeIndex, prefix: str, module: str, name: str, home: str,
+def place_name(result: Derived, new: TreeIndex, prefix: tuple[str, ...], module: str, name: str, home: str,
            definition: Definition, threshold: float, margin: float) -> None:
     key = (module, name)
     candidates = []
     for m, d in new.definitions_of(definition.name):
-        if is_under(m, prefix):
+        if _under(m, prefix):
             continue
         s = same_definition(definition, d, threshold, SAME_SIGNATURE)
         if s:
             candidates.append((m, s))
     candidates.sort(key=lambda x: (-x[1], x[0]))
     if not candidates:
-        near = [m for m, _ in new.definitions_of(definition.name) if not is_under(m, prefix)]
+        near = [m for m, _ in new.definitions_of(definition.name) if not _under(m, prefix)]
         target = result.effective(module)
         if target is not None and new.binds(target, name):
             result.names_unmatched[key] = (f"`{target}` still has a `{name}`, but not the same definition "

@@ -82,13 +82,27 @@ class ModuleNames:
         return self.defined | set(self.imported) | set(self.modules) | self.other
 
 
-def similarity(a: Definition, b: Definition) -> float:
+def similarity(a: Definition, b: Definition, floor: float = 0.0) -> float:
+    """difflib's ratio of the two normalized bodies; 0.0 when its cheap upper bounds already
+    fall below `floor` (a caller that ignores anything under it is spared the full match)."""
     if a.digest == b.digest:
         return 1.0
     if a.kind != b.kind:
         return 0.0
-    matcher = difflib.SequenceMatcher(None, a.chunks, b.chunks, autojunk=False)
-    return matcher.ratio()
+    key = (a.digest, b.digest, floor)
+    found = _SIMILARITY.get(key)
+    if found is None:
+        # The same pair is compared again by the name pass after the module pass.
+        matcher = difflib.SequenceMatcher(None, a.chunks, b.chunks, autojunk=False)
+        if floor and (matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor):
+            found = 0.0
+        else:
+            found = matcher.ratio()
+        _SIMILARITY[key] = found
+    return found
+
+
+_SIMILARITY: dict[tuple, float] = {}  # (digest, digest, floor) -> ratio: bodies, not places
 
 
 def _normalized(block: list[str], has_docstring: bool) -> tuple[str, ...]:
@@ -158,7 +172,7 @@ def same_definition(a: Definition, b: Definition, threshold: float, signature_fl
     `threshold`, or when both are functions, `b` takes `a`'s parameters (names, in order; any
     added after them optional) and it is at least `signature_floor` (the body changed, every old
     call still fits); else 0."""
-    s = similarity(a, b)
+    s = similarity(a, b, min(threshold, signature_floor))
     if s >= threshold:
         return s
     if s >= signature_floor:
@@ -297,8 +311,10 @@ class TreeIndex:
         # imported, so it is not a module anything refers to.
         found = discover(self.src, self.roots)
         self.files: dict[str, SourceFile] = {m: f for m, f in found.by_module.items() if _MODULE_RE.match(m)}
-        # Extension modules and stubs: modules too, though no source says what an extension binds.
-        self.compiled = {m for m, kind in found.other_modules.items() if kind in ("extension", "stub")}
+        # Extension modules (`.so`, `.pyd`) and stubs: modules like any other, though no source says
+        # what an extension binds.
+        self.compiled: set[str] = {m for m, kind in found.other_modules.items()
+                                   if kind in ("extension", "stub") and _MODULE_RE.match(m) and m not in self.files}
         self._trees: dict[str, ast.Module | None] = {}
         self._names: dict[str, ModuleNames] = {}
         self._defs: dict[str, dict[str, Definition]] = {}
@@ -345,6 +361,8 @@ class TreeIndex:
             return True  # unknown is not missing: what an extension module binds cannot be read
         if module not in self.files or module in _seen or len(_seen) > _STAR_DEPTH:
             return False
+        if name in self.definitions(module):
+            return True  # defined at column 0: read off the text, no parse
         names = self.names(module)
         if name in names.bound() or names.dynamic or not names.parsed:
             return True
@@ -355,6 +373,9 @@ class TreeIndex:
         tree: (defining module, definition), or None (not defined in the tree, or a submodule)."""
         if module not in self.files or (module, name) in _seen or len(_seen) > _STAR_DEPTH:
             return None
+        own = self.definitions(module).get(name)
+        if own is not None:
+            return module, own  # defined at column 0 (a later definition wins over an import)
         names = self.names(module)
         if name in names.defined:
             d = self.definitions(module).get(name)

@@ -7,8 +7,9 @@ one checked. Each may be given as
   checkout's `python/`);
 - a wheel file (`.whl`): its `.py`/`.pyi` files are unpacked into a temporary directory (its
   extension modules as empty files: only their existence is read);
-- `name==version`: fetched with `pip download --no-deps` into a temporary directory, then
-  unpacked as a wheel. Without network (or without that release) it is a usage error that says
+- `name==version`: fetched with `pip download --no-deps --only-binary :all:` into a temporary
+  directory, then unpacked as a wheel: wheels only, never an sdist (building one would run its
+  code). A release with no wheel for this Python is passed as a wheel file or a directory. Without network (or without that release) it is a usage error that says
   what pip said; pip's own settings apply (`PIP_INDEX_URL`, `PIP_FIND_LINKS`, `pip.conf`).
   pip runs isolated (`python -I`: no working directory or script directory on `sys.path`, no
   `PYTHON*` variables, no user site) in a fresh empty working directory, so a `pip/`,
@@ -62,9 +63,20 @@ def is_requirement(spec: str) -> bool:
     return bool(_REQUIREMENT_RE.match(spec)) and not os.path.exists(spec)
 
 
+_downloaded: dict[str, str] = {}  # name==version -> its directory: one download per run
+
+
 def open_tree(spec: str, option: str) -> str:
     """The directory that holds the packages of `spec` (see the module docstring). Raises
     UsageError with `option` in the message when it cannot be had."""
+    if not is_requirement(spec):
+        return _open_tree(spec, option)
+    if spec not in _downloaded:
+        _downloaded[spec] = _open_tree(spec, option)
+    return _downloaded[spec]
+
+
+def _open_tree(spec: str, option: str) -> str:
     if os.path.isdir(spec):
         return os.path.abspath(spec)
     if os.path.isfile(spec):
@@ -145,7 +157,10 @@ def download(requirement: str, option: str) -> str:
         said = [line.strip() for line in (proc.stderr or proc.stdout or "").splitlines() if line.strip()]
         last = said[-1] if said else f"exit status {proc.returncode}, no wheel"
         raise UsageError(f"{option} {requirement}: `pip download --no-deps {requirement}` failed "
-                         f"({last}); without network, pass a directory or a wheel file instead")
+                         f"({last}); without network, pass a directory or a wheel file instead (wheels only are "
+                         f"fetched, `--only-binary :all:`, and nothing is built: where no wheel exists for Python "
+                         f"{sys.version_info[0]}.{sys.version_info[1]}, pass a wheel, or a directory such as "
+                         f"an sdist unpacked by hand)")
     return os.path.join(out, wheels[0])
 
 

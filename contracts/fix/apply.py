@@ -17,7 +17,7 @@ from contracts.fix.linediff import opcodes, unified_diff
 from contracts.fix.rewrite import NameTargets
 from contracts.fix.source import fix_source
 from contracts.fix.syntax import LINE_RE
-from contracts.fix.verify import Verifier
+from contracts.fix.verify import Verifier, default_verifier
 from contracts.fix.write import Refused, open_for_fix, replace, writable_roots
 
 RULE_ID = "removed-module"  # the rule whose findings this fixes (`contracts.rules.removed_module`)
@@ -87,7 +87,8 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         notes = out if write else sys.stderr
     run = FixRun()
     removed = tuple(p for spec in cfg.removed for p in spec.removed)
-    verifier = Verifier(verify_against) if verify_against else None
+    # No target given: the checked tree itself is one (its own packages' rewrites must resolve).
+    verifier = Verifier(verify_against) if verify_against else default_verifier(cfg, src)
     targets = name_targets(cfg)
     # A missing module is, for the rewrite, a removed one: chains through it are its uses.
     removed += tuple(sorted({f.imported.partition(":")[0] for f in result.findings if f.rule == "missing-module"}))
@@ -148,7 +149,11 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         left.extend(outcome.unfixable)
     if notes:
         verb = "Fixed" if write else "Would fix"
-        checked = f", every rewritten import checked against {verify_against}" if verifier else ""
+        checked = f", every rewritten import checked against {verify_against}" if verify_against else ""
+        if verify_against and verifier.unverified:
+            outside = ", ".join(f"`{m}`" for m in sorted(verifier.unverified))
+            checked += (f" (those into {outside}, another distribution than {verify_against} holds, "
+                        f"not verified)")
         print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}{checked}; "
               f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
     return run

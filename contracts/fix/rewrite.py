@@ -27,6 +27,7 @@ class Rewriter(cst.CSTTransformer):
         self.fixable, self.known, self.bare_ok = fixable, known, bare_ok or {}
         self.claimed: set[Key] = set()
         self.refused: dict[Key, str] = {}
+        self.alias_uses: dict[str, set[str]] = {}  # `m` -> the `m.X` the file reads (fix/source.py)
         self._split_lines: set[int] = set()
         # id(node) -> new dotted name, for the `M` part of each `M.x.y` chain that is rewritten:
         # a chain belongs to the longest bare-imported module it starts with.
@@ -65,7 +66,7 @@ class Rewriter(cst.CSTTransformer):
             old = dotted_name(alias.name)
             key = self.pos.key(original, old)
             finding = self.fixable.get(key)
-            why = self.verifier.module(finding.replacement) if finding is not None and self.verifier else None
+            why = self._verify_import(finding, alias)
             if why is not None:
                 self.refused[key] = f"not rewritten: {why}"
                 names.append(alias)
@@ -76,6 +77,17 @@ class Rewriter(cst.CSTTransformer):
             else:
                 names.append(alias)
         return updated.with_changes(names=names) if changed else updated
+
+    def _verify_import(self, finding, alias) -> str | None:
+        """Why `import new.mod [as m]` would not resolve: the module, and for `as m` each name the
+        file reads as `m.X` (checked as `from new.mod import X` is)."""
+        if finding is None or self.verifier is None:
+            return None
+        used = sorted(self.alias_uses.get(alias.asname.name.value, ())) if alias.asname is not None and \
+            isinstance(alias.asname.name, cst.Name) else []
+        if used:
+            return self.verifier.names(finding.replacement, used)
+        return self.verifier.module(finding.replacement)
 
     # ---- from x import a, b as c
 

@@ -172,6 +172,16 @@ def _restore_ends(text: str, ends: list[str]) -> str:
     return "".join(line[:-1] + end if line.endswith("\n") else line for line in lines)
 
 
+def alias_attributes(tree: ast.Module) -> dict[str, set[str]]:
+    """Name -> the attributes read off it anywhere in the file (`m.X` gives `m` -> {`X`}): what
+    `import new.mod as m` must bind for the code that uses `m` (`--verify-against`)."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
+            out.setdefault(node.value.id, set()).add(node.attr)
+    return out
+
+
 def fix_source(data: bytes, module: str, is_package: bool, findings: list[Finding],
                removed: tuple[str, ...], path: str = "<file>", names: NameTargets | None = None,
                verifier: Verifier | None = None) -> FileFix:
@@ -185,8 +195,8 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
     fixable: dict[Key, Finding] = {}
     for f in findings:
         if f.replacement is None and f.rule in ("missing-module", "missing-name"):
-            result.unfixable.append((f, "no unique module of the tree is proven to define what it imports (the "
-                                        "finding lists the candidates; a name match is a hint, not proof); rewrite it by hand"))
+            result.unfixable.append((f, "no unique module is the proven new home of what it imports (the "
+                                        "finding says what is known: the candidates, or why none); rewrite it by hand"))
         elif f.replacement is None:
             result.unfixable.append((f, f"`replacements` names no new place for `{f.imported}`; "
                                         f"add a line for it to the contract"))
@@ -216,6 +226,7 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
         (encoding, text), tree = newer, None  # only LibCST reads it: rewritten whole, checked below
     lines = LINE_RE.findall(text)
     # A file only LibCST reads (newer syntax than this Python's, `_newer_syntax`) goes to it whole.
+    uses = alias_attributes(tree) if verifier is not None and tree is not None else {}
     whole = tree is not None and bare_keys(tree, fixable)
     pieces = [(1, len(lines))] if whole or tree is None else statement_ranges(tree, lines, {key[0] for key in fixable})
     new_lines = list(lines)
@@ -251,6 +262,7 @@ def fix_source(data: bytes, module: str, is_package: bool, findings: list[Findin
                     if key in fixable and name in bare_refused:
                         refused[key] = f"bare `import {name}`: {bare_refused[name]}; rewrite it by hand"
             rewriter = Rewriter(pos, module, is_package, fixable, known, bare_ok, survey, names, verifier)
+            rewriter.alias_uses = uses
             new_chunk = chunk_tree.visit(rewriter).code
             if wrapper_line:
                 if not new_chunk.startswith(wrapper_line):

@@ -9,21 +9,35 @@ defined, imported, re-exported through a star import, or a submodule); a string 
 settle either way (an extension module, a module-level `__getattr__`, `globals()` writes) passes:
 it may resolve at run time, and nothing says it does not. A rewrite that fails is reported with the
 reason and not made. Nothing in TREE is imported.
+
+Without `--verify-against`, `--fix` verifies against the checked tree itself: a rewrite into the
+tree's own packages must resolve there; one into another distribution cannot be checked here and
+is made (pass `--verify-against` with that release to check it).
 """
 
 from __future__ import annotations
 
+import os
+
 from contracts.engine.bindings import ModuleIndex
 from contracts.engine.discover import discover
-from contracts.engine.trees import open_tree, top_level_names
+from contracts.engine.trees import is_requirement, open_tree, top_level_names
 from contracts.errors import UsageError
 
 
 class Verifier:
-    def __init__(self, spec: str, option: str = "--verify-against") -> None:
+    def __init__(self, spec: str, option: str = "--verify-against", roots: tuple[str, ...] | None = None) -> None:
+        """`roots`: the checked tree itself (`spec` is its directory): only modules under these
+        top-level packages are verified; a rewrite into another distribution (a dependency not
+        in the tree) cannot be, and passes (unknown is not missing)."""
         self.spec = spec
-        directory = open_tree(spec, option)
-        roots = top_level_names(directory)
+        self.itself = roots is not None
+        directory = open_tree(spec, option) if roots is None else spec
+        roots = top_level_names(directory) if roots is None else list(roots)
+        # A target outside TREE's top-level packages is another distribution's (`-> joblib`):
+        # not verifiable here, so made, and counted as unverified (never called missing).
+        self.only = tuple(roots)
+        self.unverified: set[str] = set()
         if not roots:
             raise UsageError(f"{option} {spec}: holds no Python package or module to check the rewrites "
                              f"against (name the directory that contains the packages)")
@@ -32,17 +46,23 @@ class Verifier:
         # No text pass read these files: settle each module from its whole `ast` (star imports too).
         self.index.unsure = set(found.by_module)
 
+    def _unknown(self, module: str) -> bool:
+        if module.split(".", 1)[0] in self.only:
+            return False
+        self.unverified.add(module.split(".", 1)[0])
+        return True
+
     def module(self, module: str) -> str | None:
         """None when `module` exists in TREE, else why not."""
-        if self.index.exists(module):
+        if self.index.exists(module) or self._unknown(module):
             return None
         return f"`{module}` does not exist in {self.spec}"
 
     def names(self, module: str, names: list[str]) -> str | None:
         """None when `from module import <names>` resolves in TREE, else why not."""
         why = self.module(module)
-        if why is not None:
-            return why
+        if why is not None or self.itself or self._unknown(module):
+            return why  # the checked tree itself: its modules are settled, its names are the rules' business
         lacking = [n for n in names if n != "*" and self.index.binds(module, n) is False]
         if lacking:
             shown = ", ".join(f"`{n}`" for n in lacking)
@@ -54,6 +74,8 @@ class Verifier:
         if ":" in text:
             module, _, attr = text.partition(":")
             return self.names(module, [attr.split(".", 1)[0]])
+        if self._unknown(text):
+            return None
         parts = text.split(".")
         for i in range(len(parts), 0, -1):
             module = ".".join(parts[:i])
@@ -62,3 +84,47 @@ class Verifier:
                     return None
                 return self.names(module, [parts[i]])
         return f"`{text}` does not exist in {self.spec}"
+
+
+class Verifiers:
+    """Several trees at once, each for its own top-level packages: the checked tree itself, and
+    the release each `dependency_upgrade` contract names for its package. A module goes to the
+    first tree that holds its top-level package; one no tree holds is unverified (and made)."""
+
+    def __init__(self, verifiers: list[Verifier]) -> None:
+        self.verifiers = verifiers
+        self.spec = verifiers[0].spec
+        self.unverified: set[str] = set()
+
+    def _for(self, module: str) -> Verifier | None:
+        top = module.split(".", 1)[0]
+        found = next((v for v in self.verifiers if top in v.only), None)
+        if found is None:
+            self.unverified.add(top)
+        return found
+
+    def module(self, module: str) -> str | None:
+        v = self._for(module)
+        return None if v is None else v.module(module)
+
+    def names(self, module: str, names: list[str]) -> str | None:
+        v = self._for(module)
+        return None if v is None else v.names(module, names)
+
+    def target(self, text: str) -> str | None:
+        v = self._for(text.partition(":")[0])
+        return None if v is None else v.target(text)
+
+
+def default_verifier(cfg, src: str) -> Verifiers:
+    """No `--verify-against`: the checked tree for its own packages, and for each
+    `dependency_upgrade` contract its `target` release for its package (a rewrite into it is
+    written only when it resolves there)."""
+    found = [Verifier(os.path.abspath(src), roots=tuple(cfg.root_packages))]
+    for spec in getattr(cfg, "upgrades", ()):
+        target = spec.target if is_requirement(spec.target) else os.path.normpath(os.path.join(cfg.base, spec.target))
+        release = Verifier(target, option=f"dependency_upgrade contract {spec.id}: target")
+        release.only = (spec.package,)
+        release.spec = spec.target
+        found.insert(0, release)
+    return Verifiers(found)

@@ -289,8 +289,12 @@ class _Analysis:
 
     def _may_be_home(self, importer: str, module: str, names: tuple[str, ...], m: str) -> bool:
         """Not the importing module (nor a package whose submodule `X` it is), not the missing
-        module, under `packages` and not removed, inside the vendored package `module` is in."""
+        module, under `packages` and not removed, inside the vendored package `module` is in, and
+        in `module`'s own top-level package: a project checked beside a dependency's tree does not
+        hold the dependency's moved code."""
         if m in (importer, module) or any(f"{m}.{n}" == importer for n in names):
+            return False
+        if m.split(".", 1)[0] != module.split(".", 1)[0]:
             return False
         home = _vendored_home(module)
         return self.internal(m) and not any(is_under(m, p) for p in self.removed) and (

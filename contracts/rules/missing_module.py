@@ -27,7 +27,9 @@ submodule has the name (a module in place of a name), a unique module named like
 one for `import a.b.c`, the one of several candidates sharing the missing module's last name
 part -- is a "hint: `new.module` defines `a` (a name match, not proof: not fixed)". Never
 suggested: the importing module itself, a module for a dunder, a module outside the vendored
-package (`_vendor/x`) a vendored module belongs to. Several candidates are listed, never guessed.
+package (`_vendor/x`) a vendored module belongs to, a module of another top-level package (a
+project checked beside a dependency's tree never gets its own module for the dependency's names).
+Several candidates are listed, never guessed.
 
 Not flagged: imports inside a `try:` whose handlers catch `ImportError`, `ModuleNotFoundError`,
 `Exception`, `BaseException` or everything (and `with suppress(ImportError):`) -- optional by

@@ -30,9 +30,13 @@ STALE = {"pkg/srt/stale.py": "from pkg.jit_kernel.hicache import transfer\n"}
 OPTION_NAMED = "--verify-against=x==1.py"  # a committed file whose name is an option
 SHIM = {"pkg/jit_kernel/__init__.py": "", "pkg/jit_kernel/hicache.py": "from pkg.kernels.ops.kvcache.hicache import *\n"}
 
-# Faces added by other subcommands go here (one argument list each, run in the tree). `upgrade`
-# is not on this branch: when it lands, add e.g. ["upgrade", "--removed", "pkg.jit_kernel"].
-UPGRADE_FACES: list[list[str]] = []
+# `upgrade` in each form of SPEC (a directory, a wheel, name==version), reporting and fixing.
+def _upgrade_faces(other: str, wheel: str) -> list[list[str]]:
+    return [
+        ["upgrade", "pkg", "--to", other], ["upgrade", "pkg", "--to", other, "--fix"],
+        ["upgrade", "pkg", "--to", wheel, "--from", wheel, "--diff"],
+        ["upgrade", "pkg", "--to", "pkg==1.0", "--from", "pkg==0.9"],
+    ]
 
 
 def _tripwire(marker: Path, name: str) -> str:
@@ -90,7 +94,7 @@ def _faces(root: Path, wheel: Path) -> list[list[str]]:
         [*derive, "--before", str(wheel), "--after", str(wheel)],
         [*derive, "--before", "pkg==0.9", "--after", "pkg==1.0"],
         ["rules"], ["rules", "removed-module"], ["lint-imports"], ["lint-imports", "--no-cache"],
-        *UPGRADE_FACES,
+        *_upgrade_faces(other, str(wheel)),
     ]
 
 
