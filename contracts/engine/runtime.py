@@ -31,6 +31,8 @@ _IMPORT_HOOK = re.compile(rb"sys\.(?:meta_path|path_hooks)\.(?:append|insert|ext
 _LITERAL_KEY = re.compile(
     rb"""sys\.modules(?:\[\s*|\.setdefault\(\s*)(["'])([A-Za-z_][\w.]*)\1\s*(?:\]\s*=(?!=)|,)""")
 _SELF_KEY = re.compile(rb"sys\.modules\[\s*__name__\s*\]")
+# `x.name = v` (or annotated): a module may be assigned an attribute here (the AST decides).
+_ATTRIBUTE_ASSIGNMENT = re.compile(rb"\.\s*[A-Za-z_\x80-\xff][\w\x80-\xff]*\s*(?::[^=\n]*)?=(?!=)")
 _INJECT = re.compile(rb"setattr\(\s*sys\.modules\[\s*[^\]\"'\s]")
 
 
@@ -53,6 +55,7 @@ class Runtime:
         self._keys: set[str] | None = None
         self._injectors: set[str] | None = None
         self._aliases: dict[str, dict[str, str]] = {}
+        self._assigned: dict[str, frozenset[tuple[str, str]]] = {}
 
     # ---- modules
 
@@ -103,15 +106,31 @@ class Runtime:
         return False
 
     def _assigns(self, writer: str, module: str, name: str) -> bool:
+        """Does `writer` assign `name` onto `module`? Each writer is read once for every name (a
+        search per name over its text would be quadratic in a file of many missing names)."""
+        return (module, name) in self._assignments(writer)
+
+    def _assignments(self, writer: str) -> frozenset[tuple[str, str]]:
+        """Every (module, name) that `writer` assigns onto a module (`m.name = v`, `setattr`)."""
+        if writer not in self._assigned:
+            self._assigned[writer] = self._read_assignments(writer)
+        return self._assigned[writer]
+
+    def _read_assignments(self, writer: str) -> frozenset[tuple[str, str]]:
         text = self.index.text(writer) or b""
-        word = re.escape(name.encode())
-        if not (b"setattr(" in text or re.search(rb"\.\s*" + word + rb"\s*(?::[^=\n]*)?=(?!=)", text)):
-            return False
+        if b"setattr(" not in text and _ATTRIBUTE_ASSIGNMENT.search(text) is None:
+            return frozenset()
         tree = self.index.parsed(writer)
         if tree is None:
-            return False
+            return frozenset()
         aliases = self._alias_map(writer, tree)
-        return any(_onto(node, name, aliases) == module for node in ast.walk(tree))
+        found = set()
+        for node in ast.walk(tree):
+            for name in _assigned_names(node):
+                target = _onto(node, name, aliases)
+                if target is not None:
+                    found.add((target, name))
+        return frozenset(found)
 
     def _alias_map(self, writer: str, tree: ast.Module) -> dict[str, str]:
         """Local name -> module, from every import statement of `writer` (a function's too)."""
@@ -136,6 +155,17 @@ def _aliases(tree: ast.Module, writer: str, package: bool, exists) -> dict[str, 
                 if base and a.name != "*" and exists(f"{base}.{a.name}"):
                     out[a.asname or a.name] = f"{base}.{a.name}"
     return out
+
+
+def _assigned_names(node) -> list[str]:
+    """The names `node` may assign onto something: an attribute target's, `setattr`'s literal."""
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [t.attr for t in targets if isinstance(t, ast.Attribute)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return [node.args[1].value]
+    return []
 
 
 def _onto(node, name: str, aliases: dict[str, str]) -> str | None:

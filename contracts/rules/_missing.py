@@ -321,15 +321,19 @@ class _Analysis:
             d = definition(m, name)
             return d is not None and plain_value(d)
 
+        top = module.split(".", 1)[0]
+
         def proven(candidate: str) -> bool:
-            if not names or candidate.split(".", 1)[0] != module.split(".", 1)[0]:
+            if not names or candidate.split(".", 1)[0] != top:
                 return False
             for name in names:
                 d = definition(candidate, name)
                 if d is None or plain_value(d):
                     return False
-                # Another module's `name = None` (a fallback for a failed import) is no rival.
-                if not all(placeholder(m, name) for m in self.index.definers((name,)) - {candidate}):
+                # Another module's `name = None` (a fallback for a failed import) is no rival, nor
+                # is a module of another top-level package (never a home: `_may_be_home`).
+                rivals = {m for m in self.index.definers((name,)) - {candidate} if m.split(".", 1)[0] == top}
+                if not all(placeholder(m, name) for m in rivals):
                     return False
             return True
 
