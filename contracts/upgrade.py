@@ -271,6 +271,14 @@ class Upgrade:
             self._names[key] = self._find_name_home(module, name)
         return self._names[key]
 
+    def _unbound_before(self, module: str, name: str) -> str:
+        """Why `--from` says nothing of where `name` went: no source of `module` binds it there."""
+        if module in self.old.tree.files and self.old.tree.names(module).dynamic:
+            # pandas 1.5's `pd.Int64Index`: served by a deprecation `__getattr__`, then dropped.
+            return (f"`{module}` of {self.old.label} gives `{name}` only through its module-level "
+                    f"`__getattr__`: no source there says where it went")
+        return f"`{module}` of {self.old.label} does not bind `{name}` either"
+
     def _find_name_home(self, module: str, name: str) -> tuple[str | None, str]:
         to = self.to
         if self.old is None:
@@ -284,7 +292,7 @@ class Upgrade:
                     if last == name:
                         return parent, f"`{module}.{name}` moved to `{target}`"
                 return None, f"`{module}.{name}` is a module that {to.label} does not have"
-            return None, f"`{module}` of {self.old.label} does not bind `{name}` either"
+            return None, self._unbound_before(module, name)
         home, definition = found
         key = (module, name)
         result = self.map if self.map is not None else Derived([])
