@@ -150,15 +150,23 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         left.extend(outcome.unfixable)
     if notes:
         verb = "Fixed" if write else "Would fix"
-        checked = f", every rewritten import checked against {verify_against}" if verify_against else ""
-        if verify_against and verifier.unverified:
-            outside = ", ".join(f"`{m}`" for m in sorted(verifier.unverified))
-            holder = (f"a distribution none of {verify_against} holds" if isinstance(verifier, Verifiers)
-                      else f"another distribution than {verify_against} holds")
-            checked += f" (those into {outside}, {holder}, not verified)"
-        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}{checked}; "
-              f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
+        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}"
+              f"{_checked(verifier, verify_against)}; {_plural(len(left), 'finding')} not auto-fixable.", file=notes)
     return run
+
+
+def _checked(verifier, label: str | None) -> str:
+    """The summary's account of verification: against which trees (when given), and which
+    top-level packages no tree given holds (made, not verified)."""
+    if not label:
+        return ""
+    out = f", every rewritten import checked against {label}"
+    if verifier.unverified:
+        outside = ", ".join(f"`{m}`" for m in sorted(verifier.unverified))
+        holder = (f"a distribution none of {label} holds" if isinstance(verifier, Verifiers)
+                  else f"another distribution than {label} holds")
+        out += f" (those into {outside}, {holder}, not verified)"
+    return out
 
 
 def _importer_files(cfg, src: str, named) -> list[str]:
