@@ -63,3 +63,17 @@ def test_upgrade_fixes_the_alias_module_and_names_a_getattr_only_name(tmp_path):
     code, out, project = _upgrade(tmp_path, "--fix")
     assert (project / "app" / "t.py").read_text() == PROJECT["app/t.py"].replace("lib.util.testing", "lib._testing")
     assert "Fixed 1 import in 1 file" in out
+
+
+def test_a_name_used_through_a_bare_top_level_import_is_checked(tmp_path):
+    before = write_tree(tmp_path / "before", BEFORE, config=None)
+    after = write_tree(tmp_path / "after", COMMON, config=None)
+    project = write_tree(tmp_path / "project", {
+        "app/__init__.py": "", "app/b.py": "import lib\n\n\ndef f(x):\n    return lib.OldIndex, lib.testing, x.OldIndex\n"},
+        config=None)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()), cwd(project):
+        code = main(["upgrade", "lib", "--from", str(before), "--to", str(after), "--src", ".",
+                     "--root-package", "app", "--output-format", "json"])
+    found = [(f["line"], f["col"], f["rule"], f["imported"]) for f in json.loads(out.getvalue())["findings"]]
+    assert code == 1 and found == [(5, 12, "missing-name", "lib.OldIndex")]
