@@ -133,9 +133,11 @@ def _check_parser() -> argparse.ArgumentParser:
     fix = p.add_mutually_exclusive_group()
     fix.add_argument("--fix", action="store_true", help="rewrite fixable findings in place; report what is left")
     fix.add_argument("--diff", action="store_true", help="print the --fix rewrite as a unified diff; write nothing")
-    p.add_argument("--verify-against", metavar="TREE", help="check every rewrite against the new release "
-                   "(a directory, a wheel, or name==version): one that would not resolve there is reported "
-                   "and not made; without --fix/--diff, only report")
+    p.add_argument("--verify-against", metavar="TREE", action="append",
+                   help="check every rewrite against the new release (a directory, a wheel, or "
+                   "name==version): one that would not resolve there is reported and not made; without "
+                   "--fix/--diff, only report. Repeatable: each rewrite is checked against the TREE that "
+                   "holds its top-level package (another distribution's, e.g. -> joblib)")
     p.add_argument("--statistics", action="store_true", help="count findings per rule (and how many are fixable)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     talk = p.add_mutually_exclusive_group()
@@ -358,7 +360,7 @@ def _upgrade(argv: list[str]) -> int:
             upgrade = open_upgrade(args.package, args.to, args.from_spec)
     timings["releases"] = time.perf_counter() - clock
     if args.fix or args.diff:
-        args.verify_against = args.to  # a rewrite is written only when it resolves in --to
+        args.verify_against = [args.to]  # a rewrite is written only when it resolves in --to
 
     def checked() -> Result:
         findings, files = upgrade.check(cfg, src, args.paths or None)

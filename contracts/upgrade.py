@@ -199,16 +199,9 @@ class Upgrade:
 
     def _attribute_uses(self, data: bytes, refs) -> list:
         """`m.X` for each alias `m` bound to a module of PACKAGE (`import a.b as m`, `from a import
-        b as m` with `a.b` a module), as a `from a.b import X` reference at the attribute's place
+        b as m` with `a.b` a module, a bare `import a`), as a `from a.b import X` reference at the attribute's place
         (`kind` "attribute": reported, never rewritten: the fix rewrites statements)."""
-        aliases: dict[str, str] = {}
-        for r in refs:
-            if r.kind == "import" and r.asname:
-                aliases[r.asname] = r.imported
-            elif r.kind == "from" and r.name and r.name != "*":
-                sub = f"{r.imported}.{r.name}"
-                if self.to.index.exists(sub) or (self.old is not None and self.old.index.exists(sub)):
-                    aliases[r.asname or r.name] = sub
+        aliases = self._module_aliases(refs)
         if not aliases:
             return []
         try:
@@ -220,6 +213,18 @@ class Upgrade:
                 for node in ast.walk(tree)
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in aliases and isinstance(node.ctx, ast.Load)]
+
+    def _module_aliases(self, refs) -> dict[str, str]:
+        """Name -> the module of PACKAGE it is bound to in the file."""
+        aliases: dict[str, str] = {}
+        for r in refs:
+            if r.kind == "import" and (r.asname or "." not in r.imported):
+                aliases[r.asname or r.imported] = r.imported  # `import pandas`: `pandas.X` too
+            elif r.kind == "from" and r.name and r.name != "*":
+                sub = f"{r.imported}.{r.name}"
+                if self.to.index.exists(sub) or (self.old is not None and self.old.index.exists(sub)):
+                    aliases[r.asname or r.name] = sub
+        return aliases
 
     # ---- string targets
 
@@ -271,6 +276,14 @@ class Upgrade:
             self._names[key] = self._find_name_home(module, name)
         return self._names[key]
 
+    def _unbound_before(self, module: str, name: str) -> str:
+        """Why `--from` says nothing of where `name` went: no source of `module` binds it there."""
+        if module in self.old.tree.files and self.old.tree.names(module).dynamic:
+            # pandas 1.5's `pd.Int64Index`: served by a deprecation `__getattr__`, then dropped.
+            return (f"`{module}` of {self.old.label} gives `{name}` only through its module-level "
+                    f"`__getattr__`: no source there says where it went")
+        return f"`{module}` of {self.old.label} does not bind `{name}` either"
+
     def _find_name_home(self, module: str, name: str) -> tuple[str | None, str]:
         to = self.to
         if self.old is None:
@@ -284,7 +297,7 @@ class Upgrade:
                     if last == name:
                         return parent, f"`{module}.{name}` moved to `{target}`"
                 return None, f"`{module}.{name}` is a module that {to.label} does not have"
-            return None, f"`{module}` of {self.old.label} does not bind `{name}` either"
+            return None, self._unbound_before(module, name)
         home, definition = found
         key = (module, name)
         result = self.map if self.map is not None else Derived([])

@@ -211,14 +211,34 @@ class _Matcher:
             out = Evidence("submodules", support / len(children),
                            tuple((m.rsplit(".", 1)[-1], 1.0) for m, t in sorted(children.items())
                                  if is_under(t, c)))
-        exported = sorted(n for n in self.old.names(module).imported
-                          if not n.startswith("__") and self.old.origin(module, n) is not None)
+        exported = self._re_exported(module)
         if exported:
-            bound = [n for n in exported if self.new.binds(c, n)]
+            bound = [n for n in exported if self._knowably_binds(c, n)]
             e = Evidence("re-exported names", len(bound) / len(exported), tuple((n, 1.0) for n in bound))
             if out is None or e.score > out.score:
                 out = e
         return out
+
+    def _re_exported(self, module: str) -> list[str]:
+        """The names a module of imports passes on: those it imports from a definition in the
+        tree, and the public names of each module it star-imports (`from lib._testing import *`,
+        the whole body of a deprecated alias module)."""
+        names = self.old.names(module)
+        out = {n for n in names.imported if not n.startswith("__") and self.old.origin(module, n) is not None}
+        for star in names.stars:
+            if star in self.old.files:
+                out |= {n for n in self.old.names(star).bound() | set(self.old.definitions(star)) if not n.startswith("_")}
+        return sorted(out)
+
+    def _knowably_binds(self, module: str, name: str) -> bool:
+        """`module` of the after tree binds `name`, as read from its source: an extension module,
+        a module-level `__getattr__` or a file too large to parse may bind anything, which is no
+        evidence of a move."""
+        if module in self.new.compiled:
+            return False
+        if module in self.new.files and (self.new.names(module).dynamic or not self.new.names(module).parsed):
+            return False
+        return self.new.binds(module, name)
 
     def _why_unmatched(self, module, mine, ranked, had_children) -> str:
         last = module.rsplit(".", 1)[-1]

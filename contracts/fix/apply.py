@@ -17,7 +17,7 @@ from contracts.fix.linediff import opcodes, unified_diff
 from contracts.fix.rewrite import NameTargets
 from contracts.fix.source import fix_source
 from contracts.fix.syntax import LINE_RE
-from contracts.fix.verify import Verifier, default_verifier
+from contracts.fix.verify import Verifiers, given_verifier
 from contracts.fix.write import Refused, open_for_fix, replace, writable_roots
 
 RULE_ID = "removed-module"  # the rule whose findings this fixes (`contracts.rules.removed_module`)
@@ -68,27 +68,28 @@ def name_targets(cfg) -> NameTargets:
     return targets
 
 
-def apply_fixes(cfg, src: str, result, write: bool, out=None, verify_against: str | None = None) -> int:
+def apply_fixes(cfg, src: str, result, write: bool, out=None, verify_against: str | list[str] | None = None) -> int:
     """`fix_findings`; 0 when nothing is left to fix by hand, 1 otherwise."""
     return 1 if fix_findings(cfg, src, result, write, out, verify_against=verify_against).left else 0
 
 
 def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff: bool = True,
-                 verify_against: str | None = None, named: list[str] | None = None) -> FixRun:
+                 verify_against: str | list[str] | None = None, named: list[str] | None = None) -> FixRun:
     """Fix (write=True) or show as a unified diff (write=False, `diff`) every fixable
     `removed-module` finding of `result`. Prints one line per rewritten file and per finding
     left, then a summary, to `notes` (default: `out` when writing, stderr for a diff, whose
     stdout is the patch alone; False: nowhere). With `verify_against` (a tree: a directory, a
-    wheel or name==version), a rewrite whose import would not resolve there is reported and
-    not made. Files are read and written only through `write.py`: under the root packages, the
-    importer paths, or `named` (the PATHs given)."""
+    wheel or name==version; or a list of them, each for its own top-level packages), a rewrite
+    whose import would not resolve there is reported and not made. Files are read and written
+    only through `write.py`: under the root packages, the importer paths, or `named` (the PATHs
+    given)."""
     out = out if out is not None else sys.stdout
     if notes is None:
         notes = out if write else sys.stderr
     run = FixRun()
     removed = tuple(p for spec in cfg.removed for p in spec.removed)
     # No target given: the checked tree itself is one (its own packages' rewrites must resolve).
-    verifier = Verifier(verify_against) if verify_against else default_verifier(cfg, src)
+    verifier, verify_against = given_verifier(cfg, src, verify_against)
     targets = name_targets(cfg)
     # A missing module is, for the rewrite, a removed one: chains through it are its uses.
     removed += tuple(sorted({f.imported.partition(":")[0] for f in result.findings if f.rule == "missing-module"}))
@@ -149,14 +150,23 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
         left.extend(outcome.unfixable)
     if notes:
         verb = "Fixed" if write else "Would fix"
-        checked = f", every rewritten import checked against {verify_against}" if verify_against else ""
-        if verify_against and verifier.unverified:
-            outside = ", ".join(f"`{m}`" for m in sorted(verifier.unverified))
-            checked += (f" (those into {outside}, another distribution than {verify_against} holds, "
-                        f"not verified)")
-        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}{checked}; "
-              f"{_plural(len(left), 'finding')} not auto-fixable.", file=notes)
+        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}"
+              f"{_checked(verifier, verify_against)}; {_plural(len(left), 'finding')} not auto-fixable.", file=notes)
     return run
+
+
+def _checked(verifier, label: str | None) -> str:
+    """The summary's account of verification: against which trees (when given), and which
+    top-level packages no tree given holds (made, not verified)."""
+    if not label:
+        return ""
+    out = f", every rewritten import checked against {label}"
+    if verifier.unverified:
+        outside = ", ".join(f"`{m}`" for m in sorted(verifier.unverified))
+        holder = (f"a distribution none of {label} holds" if isinstance(verifier, Verifiers)
+                  else f"another distribution than {label} holds")
+        out += f" (those into {outside}, {holder}, not verified)"
+    return out
 
 
 def _importer_files(cfg, src: str, named) -> list[str]:

@@ -10,9 +10,13 @@ settle either way (an extension module, a module-level `__getattr__`, `globals()
 it may resolve at run time, and nothing says it does not. A rewrite that fails is reported with the
 reason and not made. Nothing in TREE is imported.
 
-Without `--verify-against`, `--fix` verifies against the checked tree itself: a rewrite into the
-tree's own packages must resolve there; one into another distribution cannot be checked here and
-is made (pass `--verify-against` with that release to check it).
+Without `--verify-against`, `--fix` verifies against the checked tree itself, modules and names
+alike: a rewrite into the tree's own packages must resolve there; one into another distribution
+cannot be checked here and is made (pass `--verify-against` with that release to check it).
+
+`--verify-against` is repeatable: each rewrite is checked against the first TREE that holds its
+top-level package (`pkg.externals.joblib -> joblib` against a joblib release given beside the new
+`pkg`), and is unverified (made, and said so) only when no TREE given holds it.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ class Verifier:
         top-level packages are verified; a rewrite into another distribution (a dependency not
         in the tree) cannot be, and passes (unknown is not missing)."""
         self.spec = spec
-        self.itself = roots is not None
         directory = open_tree(spec, option) if roots is None else spec
         roots = top_level_names(directory) if roots is None else list(roots)
         # A target outside TREE's top-level packages is another distribution's (`-> joblib`):
@@ -61,8 +64,8 @@ class Verifier:
     def names(self, module: str, names: list[str]) -> str | None:
         """None when `from module import <names>` resolves in TREE, else why not."""
         why = self.module(module)
-        if why is not None or self.itself or self._unknown(module):
-            return why  # the checked tree itself: its modules are settled, its names are the rules' business
+        if why is not None or self._unknown(module):
+            return why
         lacking = [n for n in names if n != "*" and self.index.binds(module, n) is False]
         if lacking:
             shown = ", ".join(f"`{n}`" for n in lacking)
@@ -128,3 +131,15 @@ def default_verifier(cfg, src: str) -> Verifiers:
         release.spec = spec.target
         found.insert(0, release)
     return Verifiers(found)
+
+
+def given_verifier(cfg, src: str, given: str | list[str] | None) -> tuple[Verifier | Verifiers, str | None]:
+    """The verifier for `--verify-against` as given (one TREE, several, or none: the checked tree
+    and the `dependency_upgrade` targets), and the trees' label for the summary line (None when
+    none was given). One TREE is used exactly as before; several are routed by top-level package."""
+    specs = [given] if isinstance(given, str) else list(given or ())
+    if not specs:
+        return default_verifier(cfg, src), None
+    if len(specs) == 1:
+        return Verifier(specs[0]), specs[0]
+    return Verifiers([Verifier(spec) for spec in specs]), ", ".join(specs)

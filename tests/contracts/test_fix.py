@@ -13,7 +13,18 @@ import pytest
 from contracts import fix
 from contracts.cli import main
 from contracts.findings import Finding
-from tests.contracts.conftest import cwd
+from tests.contracts.conftest import BASE_CONFIG, NAMED_TREE, cwd
+
+
+@pytest.fixture
+def tree(tree):
+    """The shared `tree` fixture over NAMED_TREE: each new home binds what the fixtures import."""
+
+    def make(extra=None, config=BASE_CONFIG, base=None):
+        return tree(extra, config, NAMED_TREE if base is None else base)
+
+    return make
+
 
 CASE = "pkg/srt/case.py"
 
@@ -410,10 +421,10 @@ def test_symlinked_file_is_rewritten_through_the_link(tree, capsys):
 
 
 def test_only_the_files_named_are_fixed_when_paths_are_given(tree, capsys):
-    root = tree({CASE: "from pkg.jit_kernel.hicache import a\n", "pkg/srt/other.py": "from pkg.jit_kernel.norm import b\n"})
+    root = tree({CASE: "from pkg.jit_kernel.hicache import a\n", "pkg/srt/other.py": "from pkg.jit_kernel.norm import rms\n"})
     assert _fix(root, str(root / "pkg/srt/other.py")) == 0
     assert _read(root) == b"from pkg.jit_kernel.hicache import a\n"
-    assert _read(root, "pkg/srt/other.py") == b"from pkg.kernels.ops.layernorm.norm import b\n"
+    assert _read(root, "pkg/srt/other.py") == b"from pkg.kernels.ops.layernorm.norm import rms\n"
 
 
 def test_only_the_statement_is_touched_when_file_is_large(tree, capsys):

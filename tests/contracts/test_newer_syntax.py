@@ -20,7 +20,7 @@ from contracts.engine.graph import names_from_text, statement_names
 from contracts.engine.import_lines import StatementReader
 from contracts.engine.prefilter import RemovedPrefilter
 from contracts.engine.scan import scan_source
-from tests.contracts.conftest import CLEAN_TREE, run_cli, write_tree
+from tests.contracts.conftest import CLEAN_TREE, NAMED_TREE, run_cli, write_tree
 
 # Each newer form with a stale import of the removed `pkg.jit_kernel` beside it: (source,
 # [(line, col, imported, context)]), the context as the message says it.
@@ -68,7 +68,7 @@ def test_fix_rewrites_tstring_and_lazy_import_files_byte_exact_outside_the_impor
         "pkg/srt/lazy.py": "import os\n\nlazy   import pkg.jit_kernel.hicache as hc  # why\nlazy from "
                            "pkg.jit_kernel.norm import (\n    rms,\n)\nx = t'{os.sep}'\n",
     }
-    root = write_tree(tmp_path, {**CLEAN_TREE, **sources})
+    root = write_tree(tmp_path, {**NAMED_TREE, **sources})
     proc = run_cli(["--no-cache", "--fix"], cwd=root)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert (root / "pkg/srt/tstring.py").read_bytes() == sources["pkg/srt/tstring.py"].replace(
