@@ -29,6 +29,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from contracts.engine.bindings import implicit
 from contracts.engine.discover import SourceFile, discover
@@ -52,18 +53,48 @@ _STAR_DEPTH = 16  # `from a import *` chains followed this deep (cycles are cut 
 
 @dataclass(frozen=True)
 class Definition:
-    """A module-level `def`, `class` or assigned name."""
+    """A module-level `def`, `class` or assigned name. Its block is normalized and hashed on
+    first use: most definitions a tree index reads are never compared."""
 
     name: str
     kind: str  # "function", "class" or "assignment"
     line: int
-    digest: str  # of the normalized block
-    lines: tuple[str, ...]  # the normalized block's lines (its header is read from them)
-    chunks: tuple[str, ...]  # the block without whitespace, cut after each bracket, comma, colon
+    block: str  # the source block as written, its lines joined by "\n"
 
-    @property
+    @cached_property
+    def lines(self) -> tuple[str, ...]:
+        """The normalized block's lines (its header is read from them)."""
+        return _normalized(self.block.split("\n"), self.kind != "assignment")
+
+    @cached_property
+    def flat(self) -> str:
+        # Whitespace and line breaks left out, so re-wrapping a call or a reformat is no change.
+        return _SPACE_RE.sub("", "".join(self.lines))
+
+    @cached_property
+    def chunks(self) -> tuple[str, ...]:
+        """The block without whitespace, cut after each bracket, comma, colon."""
+        return tuple(c for c in _CUT_RE.split(self.flat) if c)
+
+    @cached_property
+    def digest(self) -> str:
+        """Of the normalized block."""
+        return hashlib.sha1(self.flat.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @cached_property
     def size(self) -> int:
-        return max(1, sum(len(c) for c in self.chunks))
+        return max(1, len(self.flat))
+
+    # Asked again for each candidate module and each pass: parsed once.
+    @cached_property
+    def plain(self) -> bool:
+        """(`plain_value`)"""
+        return _plain_value(self)
+
+    @cached_property
+    def signature(self) -> tuple[tuple[str, ...], frozenset[str]] | None:
+        """(`parameters`)"""
+        return _parameters(self)
 
 
 @dataclass
@@ -126,6 +157,10 @@ def parameters(d: Definition) -> tuple[tuple[str, ...], frozenset[str]] | None:
     """A function's parameter names in order (annotations and defaults left out) and the
     required ones, read from its header; None for a class, an assignment, or a header that does
     not parse."""
+    return d.signature
+
+
+def _parameters(d: Definition) -> tuple[tuple[str, ...], frozenset[str]] | None:
     if d.kind != "function":
         return None
     head = []
@@ -152,6 +187,10 @@ def plain_value(d: Definition) -> bool:
     """An assignment of a literal (`36`, `"x"`, `None`, `True`) or an empty `{}`, `[]`, `()`,
     annotated or not: two modules can hold the same one by chance, so it says nothing about
     where a module's code went."""
+    return d.plain
+
+
+def _plain_value(d: Definition) -> bool:
     if d.kind != "assignment":
         return False
     try:
@@ -172,19 +211,23 @@ def same_definition(a: Definition, b: Definition, threshold: float, signature_fl
     `threshold`, or when both are functions, `b` takes `a`'s parameters (names, in order; any
     added after them optional) and it is at least `signature_floor` (the body changed, every old
     call still fits); else 0."""
-    s = similarity(a, b, min(threshold, signature_floor))
-    if s >= threshold:
-        return s
-    if s >= signature_floor:
-        pa, pb = parameters(a), parameters(b)
-        # Old calls still fit: the old parameters first, and nothing newly required.
-        if pa and pb and pa[0] and pb[0][: len(pa[0])] == pa[0] and pb[1] <= pa[1]:
-            return s
-    return 0.0
+    if a.digest == b.digest:
+        return similarity(a, b)
+    # Whether old calls fit is settled first (a header's parse, once per definition): where they
+    # do not, nothing under `threshold` counts, and difflib's cheap bounds spare more full matches.
+    fits = signature_floor < threshold and _calls_fit(a, b)
+    s = similarity(a, b, signature_floor if fits else threshold)
+    return s if s >= threshold or (fits and s >= signature_floor) else 0.0
+
+
+def _calls_fit(a: Definition, b: Definition) -> bool:
+    """Do old calls of function `a` still fit `b`: the old parameters first, nothing newly required?"""
+    pa, pb = parameters(a), parameters(b)
+    return bool(pa and pb and pa[0] and pb[0][: len(pa[0])] == pa[0] and pb[1] <= pa[1])
 
 
 def text_definitions(text: str) -> dict[str, Definition]:
-    """The column-0 `def`/`class`/assignment blocks of a module's text, normalized."""
+    """The column-0 `def`/`class`/assignment blocks of a module's text (normalized on first use)."""
     lines = text.splitlines()
     out: dict[str, Definition] = {}
     i, n = 0, len(lines)
@@ -200,12 +243,7 @@ def text_definitions(text: str) -> dict[str, Definition]:
         name = m.group(2) or m.group(3)
         if name not in out:
             kind = _KINDS.get(re.sub(r"[ \t]+", " ", m.group(1)), "function") if m.group(1) else "assignment"
-            norm = _normalized(lines[i:j], kind != "assignment")
-            # Whitespace and line breaks left out, so re-wrapping a call or a reformat is no change.
-            flat = _SPACE_RE.sub("", "".join(norm))
-            chunks = tuple(c for c in _CUT_RE.split(flat) if c)
-            digest = hashlib.sha1(flat.encode("utf-8", "surrogatepass")).hexdigest()
-            out[name] = Definition(name, kind, i + 1, digest, norm, chunks)
+            out[name] = Definition(name, kind, i + 1, "\n".join(lines[i:j]))
         i = j
     return out
 
