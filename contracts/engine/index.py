@@ -46,8 +46,15 @@ _NAME = (rb"(?:(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
 # multi-line `^` is tried at every byte (the same matches, a third of the time on a large tree).
 _FIRST_NAME_RE = re.compile(_NAME)
 _NAME_RE = re.compile(rb"\n" + _NAME)
-_BLOCK_RE = re.compile(r"^(?:(async[ \t]+def|def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
+# Matched where a statement starts (`pattern.match(text, pos)`: no `^`, which `pos` does not satisfy).
+_BLOCK_RE = re.compile(r"(?:(async[ \t]+def|def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
                        r"|([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=(?!=))")
+# A statement at column 0: after a newline, a line that is not blank and does not start with
+# ` \t#)]}` (`\s` is `str.strip()`'s whitespace); the first line is matched on its own.
+_STATEMENT_RE = re.compile(r"\n(?=[^ \t#)\]}\n])(?!\s*$)", re.M)
+_FIRST_STATEMENT_RE = re.compile(r"(?=[^ \t#)\]}\n])(?!\s*$)", re.M)
+# The line breaks of `str.splitlines()` other than `\n`.
+_ODD_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _SPACE_RE = re.compile(r"\s+")
 _CUT_RE = re.compile(r"(?<=[,:;()\[\]{}])")
 _KINDS = {"def": "function", "async def": "function", "class": "class"}
@@ -230,25 +237,36 @@ def _calls_fit(a: Definition, b: Definition) -> bool:
 
 
 def text_definitions(text: str) -> dict[str, Definition]:
-    """The column-0 `def`/`class`/assignment blocks of a module's text (normalized on first use)."""
-    lines = text.splitlines()
+    """The column-0 `def`/`class`/assignment blocks of a module's text (normalized on first use).
+
+    A block runs from its header to the next statement at column 0: a line that is not blank and
+    starts with none of ` \t#)]}` (indented, comment and closing-bracket lines stay in it). The
+    lines are `str.splitlines()`'s; the statements are found by a regex over them joined by `\n`
+    (a loop over every line was most of a whole tree's cost)."""
+    norm = _lines_text(text)
+    starts = [m.start() + 1 for m in _STATEMENT_RE.finditer(norm)]
+    if norm and _FIRST_STATEMENT_RE.match(norm):
+        starts.insert(0, 0)
     out: dict[str, Definition] = {}
-    i, n = 0, len(lines)
-    while i < n:
-        m = _BLOCK_RE.match(lines[i])
-        if m is None:
-            i += 1
+    line, at = 1, 0
+    for k, pos in enumerate(starts):
+        m = _BLOCK_RE.match(norm, pos)
+        if m is None or (m.group(2) or m.group(3)) in out:
             continue
-        j = i + 1
-        # The block: indented, blank and comment lines, and closing brackets at column 0.
-        while j < n and (not lines[j].strip() or lines[j][0] in " \t#)]}"):
-            j += 1
         name = m.group(2) or m.group(3)
-        if name not in out:
-            kind = _KINDS.get(re.sub(r"[ \t]+", " ", m.group(1)), "function") if m.group(1) else "assignment"
-            out[name] = Definition(name, kind, i + 1, "\n".join(lines[i:j]))
-        i = j
+        line += norm.count("\n", at, pos)
+        at = pos
+        end = starts[k + 1] - 1 if k + 1 < len(starts) else len(norm)
+        kind = _KINDS.get(re.sub(r"[ \t]+", " ", m.group(1)), "function") if m.group(1) else "assignment"
+        out[name] = Definition(name, kind, line, norm[pos:end])
     return out
+
+
+def _lines_text(text: str) -> str:
+    """`"\n".join(text.splitlines())`, without the copy when `\n` is the only line break."""
+    if not any(c in text for c in _ODD_BREAKS):
+        return text[:-1] if text.endswith("\n") else text
+    return "\n".join(text.splitlines())
 
 
 # --------------------------------------------------------------------------- one module
