@@ -244,9 +244,7 @@ def text_definitions(text: str) -> dict[str, Definition]:
     lines are `str.splitlines()`'s; the statements are found by a regex over them joined by `\n`
     (a loop over every line was most of a whole tree's cost)."""
     norm = _lines_text(text)
-    starts = [m.start() + 1 for m in _STATEMENT_RE.finditer(norm)]
-    if norm and _FIRST_STATEMENT_RE.match(norm):
-        starts.insert(0, 0)
+    starts = _statements(norm)
     out: dict[str, Definition] = {}
     line, at = 1, 0
     for k, pos in enumerate(starts):
@@ -260,6 +258,14 @@ def text_definitions(text: str) -> dict[str, Definition]:
         kind = _KINDS.get(re.sub(r"[ \t]+", " ", m.group(1)), "function") if m.group(1) else "assignment"
         out[name] = Definition(name, kind, line, norm[pos:end])
     return out
+
+
+def _statements(norm: str) -> list[int]:
+    """Where each column-0 statement of `norm` (lines joined by `\n`) starts."""
+    starts = [m.start() + 1 for m in _STATEMENT_RE.finditer(norm)]
+    if norm and _FIRST_STATEMENT_RE.match(norm):
+        starts.insert(0, 0)
+    return starts
 
 
 def _lines_text(text: str) -> str:
