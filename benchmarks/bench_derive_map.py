@@ -56,7 +56,9 @@ def _run(before: str, after: str, removed: list[str]) -> tuple[float, float, int
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     start = resource.getrusage(resource.RUSAGE_CHILDREN)
     clock = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True, env=env)
+    # From REPO: `-m` looks in the working directory first, so a run from another checkout
+    # would time that checkout's code.
+    done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=REPO)
     wall = time.perf_counter() - clock
     end = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)

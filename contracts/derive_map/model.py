@@ -66,11 +66,13 @@ class Derived:
 
     def effective(self, module: str) -> str | None:
         """Where the printed lines send `module` (longest prefix), or None."""
-        printed = self.printed()
-        if module in printed:
-            return printed[module]
-        parent = mapped_ancestor(module, printed)
-        return None if parent is None else printed[parent] + module[len(parent):]
+        # (asked for every name of every module: looked up, not `printed()` built each time)
+        parts = module.split(".")
+        for i in range(len(parts), 0, -1):
+            candidate = module if i == len(parts) else ".".join(parts[:i])
+            if candidate in self.mapped and candidate not in self.withheld:
+                return self.mapped[candidate] + module[len(candidate):]
+        return None
 
     def shown_names(self) -> list[tuple[str, str]]:
         """Names without a new place worth a line of text: public names of modules that have

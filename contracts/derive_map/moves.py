@@ -33,6 +33,9 @@ prints is right for every module it covers.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+
 from contracts.derive_map.model import (
     COMMON_NAME,
     MIN_SHARED,
@@ -45,7 +48,7 @@ from contracts.derive_map.model import (
 )
 from contracts.derive_map.names import map_names
 from contracts.engine.index import Definition, TreeIndex, plain_value, same_definition
-from contracts.engine.resolve import is_under
+from contracts.engine.resolve import is_under, is_under_any
 from contracts.engine.trees import top_level_names
 
 MAX_CONTENT_CANDIDATES = 20  # the candidates by content scored per module, most shared names first
@@ -80,10 +83,6 @@ def score(mine: dict[str, Definition], theirs: dict[str, Definition]) -> tuple[f
     return got / total, tuple(sorted(shared, key=lambda x: (-x[1], x[0])))
 
 
-def under_any(module: str, prefixes: tuple[str, ...]) -> bool:
-    return any(is_under(module, p) for p in prefixes)
-
-
 def _bare(name: str) -> str:
     """`_spam`, `spam_`, `__spam` -> `spam`: a module made private (or public) keeps its name."""
     return name.strip("_") or name
@@ -91,11 +90,11 @@ def _bare(name: str) -> str:
 
 class _Matcher:
     def __init__(self, old: TreeIndex, new: TreeIndex, prefixes: tuple[str, ...]) -> None:
-        self.old, self.new, self.prefixes = old, new, prefixes
+        self.old, self.new, self.prefixes = old, new, frozenset(prefixes)
         self.by_name: dict[str, set[str]] = {}
         self.by_bare: dict[str, set[str]] = {}
         for m in sorted(set(new.files) | new.compiled):
-            if under_any(m, prefixes):
+            if is_under_any(m, self.prefixes):
                 continue  # still there: not where anything moved to
             last = m.rsplit(".", 1)[-1]
             self.by_name.setdefault(last, set()).add(m)
@@ -104,10 +103,11 @@ class _Matcher:
                 self.by_name.setdefault(last[len(JIT_PREFIX):], set()).add(m)
 
     def outside(self, modules) -> set[str]:
-        return {m for m in modules if not under_any(m, self.prefixes)}
+        return {m for m in modules if not is_under_any(m, self.prefixes)}
 
     def prefix_of(self, module: str) -> str:
-        return max((p for p in self.prefixes if is_under(module, p)), key=len, default=module)
+        parts = module.split(".")
+        return next((p for i in range(len(parts), 0, -1) if (p := ".".join(parts[:i])) in self.prefixes), module)
 
     def named(self, module: str) -> dict[str, str]:
         """Candidates by name: the same name, or a folded one -> "same name" / "folded name"."""
@@ -252,7 +252,7 @@ class _Matcher:
         elsewhere: dict[str, list[str]] = {}  # module -> the definitions it has with the same body
         for name, d in sorted(mine.items()):
             for m, other in self.new.definitions_of(name):
-                if not under_any(m, self.prefixes) and same_definition(d, other, SAME_DEFINITION, SAME_SIGNATURE):
+                if not is_under_any(m, self.prefixes) and same_definition(d, other, SAME_DEFINITION, SAME_SIGNATURE):
                     elsewhere.setdefault(m, []).append(name)
         if not elsewhere:
             return (f"none of its {len(mine)} definitions is defined, with the same body, by a module "
@@ -274,9 +274,23 @@ def moved_map(before: str, after: str, prefix: str | tuple[str, ...] | None) -> 
     `after` does not have) in `before` to the module in `after` it moved to, then every name
     those modules bind to the module that now defines it."""
     roots = _roots(before, after, prefix)
-    old = TreeIndex(before, roots)
-    new = TreeIndex(after, roots)
-    return derive(old, new, prefix)
+    with _no_cycle_collection():
+        old = TreeIndex(before, roots)
+        new = TreeIndex(after, roots)
+        return derive(old, new, prefix)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """The indexes allocate many small objects (definitions, name sets) and no cycles worth
+    collecting; the collector's passes over them took a tenth of a whole release's run."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _roots(before: str, after: str, prefix) -> tuple[str, ...]:
@@ -290,7 +304,7 @@ def gone_prefixes(old: TreeIndex, new: TreeIndex, within: tuple[str, ...] = ()) 
     """The modules of `old` that `new` does not have, each under the highest such package only
     (`a.b` for `a.b` and `a.b.c`), optionally only those under `within`."""
     gone = sorted(m for m in set(old.files) | old.compiled
-                  if not new.has_module(m) and (not within or under_any(m, within)))
+                  if not new.has_module(m) and (not within or is_under_any(m, within)))
     out: list[str] = []
     for m in gone:
         if not out or not is_under(m, out[-1]):
@@ -308,7 +322,8 @@ def derive(old: TreeIndex, new: TreeIndex, prefix: str | tuple[str, ...] | None)
         asked = (prefix,) if isinstance(prefix, str) else tuple(dict.fromkeys(prefix))
         kept = tuple(p for p in asked if new.has_module(p))
         prefixes = tuple(p for p in asked if p not in kept) + (gone_prefixes(old, new, kept) if kept else ())
-    modules = sorted(m for m in set(old.files) | old.compiled if under_any(m, prefixes))
+    gone = frozenset(prefixes)
+    modules = sorted(m for m in set(old.files) | old.compiled if is_under_any(m, gone))
     result = Derived(modules)
     matcher = _Matcher(old, new, prefixes)
     # Deepest first: a package is confirmed by where its submodules went.

@@ -23,21 +23,19 @@ never the moved code.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from contracts.derive_map.model import SAME_DEFINITION, SAME_SIGNATURE, TIE_MARGIN, Derived, Evidence
 from contracts.engine.index import Definition, TreeIndex, plain_value, same_definition
-from contracts.engine.resolve import is_under
+from contracts.engine.resolve import is_under_any
 
 
 def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-def _under(module: str, prefixes: tuple[str, ...]) -> bool:
-    return any(is_under(module, p) for p in prefixes)
-
-
 def map_names(result: Derived, old: TreeIndex, new: TreeIndex, prefix: str | tuple[str, ...]) -> None:
-    prefix = (prefix,) if isinstance(prefix, str) else tuple(prefix)
+    prefix = frozenset((prefix,) if isinstance(prefix, str) else prefix)
     for module in result.modules:
         # A module's own definitions; for a package, also the names it re-exports (a plain
         # module's imports are its own business, not its interface).
@@ -68,19 +66,19 @@ def _same_here(new: TreeIndex, module: str, name: str, definition: Definition, t
     return same_definition(definition, there[1], threshold, SAME_SIGNATURE) > 0
 
 
-def place_name(result: Derived, new: TreeIndex, prefix: tuple[str, ...], module: str, name: str, home: str,
+def place_name(result: Derived, new: TreeIndex, prefix: Collection[str], module: str, name: str, home: str,
            definition: Definition, threshold: float, margin: float) -> None:
     key = (module, name)
     candidates = []
     for m, d in new.definitions_of(definition.name):
-        if _under(m, prefix):
+        if is_under_any(m, prefix):
             continue
         s = same_definition(definition, d, threshold, SAME_SIGNATURE)
         if s:
             candidates.append((m, s))
     candidates.sort(key=lambda x: (-x[1], x[0]))
     if not candidates:
-        near = [m for m, _ in new.definitions_of(definition.name) if not _under(m, prefix)]
+        near = [m for m, _ in new.definitions_of(definition.name) if not is_under_any(m, prefix)]
         target = result.effective(module)
         if target is not None and new.binds(target, name):
             result.names_unmatched[key] = (f"`{target}` still has a `{name}`, but not the same definition "

@@ -29,6 +29,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from contracts.engine.bindings import implicit
 from contracts.engine.discover import SourceFile, discover
@@ -39,11 +40,21 @@ from contracts.engine.scan import MAX_PARSE_BYTES, decode_source
 
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # Column 0 only: a module-level definition (the text index and the blocks agree on this).
-_NAME_RE = re.compile(
-    rb"^(?:(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
-    rb"|([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=(?!=))", re.M)
-_BLOCK_RE = re.compile(r"^(?:(async[ \t]+def|def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
+_NAME = (rb"(?:(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
+         rb"|([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=(?!=))")
+# The first line, then every line after a newline: `re` skips to each `\n` at C speed, where a
+# multi-line `^` is tried at every byte (the same matches, a third of the time on a large tree).
+_FIRST_NAME_RE = re.compile(_NAME)
+_NAME_RE = re.compile(rb"\n" + _NAME)
+# Matched where a statement starts (`pattern.match(text, pos)`: no `^`, which `pos` does not satisfy).
+_BLOCK_RE = re.compile(r"(?:(async[ \t]+def|def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
                        r"|([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=(?!=))")
+# A statement at column 0: after a newline, a line that is not blank and does not start with
+# ` \t#)]}` (`\s` is `str.strip()`'s whitespace); the first line is matched on its own.
+_STATEMENT_RE = re.compile(r"\n(?=[^ \t#)\]}\n])(?!\s*$)", re.M)
+_FIRST_STATEMENT_RE = re.compile(r"(?=[^ \t#)\]}\n])(?!\s*$)", re.M)
+# The line breaks of `str.splitlines()` other than `\n`.
+_ODD_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _SPACE_RE = re.compile(r"\s+")
 _CUT_RE = re.compile(r"(?<=[,:;()\[\]{}])")
 _KINDS = {"def": "function", "async def": "function", "class": "class"}
@@ -52,18 +63,48 @@ _STAR_DEPTH = 16  # `from a import *` chains followed this deep (cycles are cut 
 
 @dataclass(frozen=True)
 class Definition:
-    """A module-level `def`, `class` or assigned name."""
+    """A module-level `def`, `class` or assigned name. Its block is normalized and hashed on
+    first use: most definitions a tree index reads are never compared."""
 
     name: str
     kind: str  # "function", "class" or "assignment"
     line: int
-    digest: str  # of the normalized block
-    lines: tuple[str, ...]  # the normalized block's lines (its header is read from them)
-    chunks: tuple[str, ...]  # the block without whitespace, cut after each bracket, comma, colon
+    block: str  # the source block as written, its lines joined by "\n"
 
-    @property
+    @cached_property
+    def lines(self) -> tuple[str, ...]:
+        """The normalized block's lines (its header is read from them)."""
+        return _normalized(self.block.split("\n"), self.kind != "assignment")
+
+    @cached_property
+    def flat(self) -> str:
+        # Whitespace and line breaks left out, so re-wrapping a call or a reformat is no change.
+        return _SPACE_RE.sub("", "".join(self.lines))
+
+    @cached_property
+    def chunks(self) -> tuple[str, ...]:
+        """The block without whitespace, cut after each bracket, comma, colon."""
+        return tuple(c for c in _CUT_RE.split(self.flat) if c)
+
+    @cached_property
+    def digest(self) -> str:
+        """Of the normalized block."""
+        return hashlib.sha1(self.flat.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @cached_property
     def size(self) -> int:
-        return max(1, sum(len(c) for c in self.chunks))
+        return max(1, len(self.flat))
+
+    # Asked again for each candidate module and each pass: parsed once.
+    @cached_property
+    def plain(self) -> bool:
+        """(`plain_value`)"""
+        return _plain_value(self)
+
+    @cached_property
+    def signature(self) -> tuple[tuple[str, ...], frozenset[str]] | None:
+        """(`parameters`)"""
+        return _parameters(self)
 
 
 @dataclass
@@ -126,6 +167,10 @@ def parameters(d: Definition) -> tuple[tuple[str, ...], frozenset[str]] | None:
     """A function's parameter names in order (annotations and defaults left out) and the
     required ones, read from its header; None for a class, an assignment, or a header that does
     not parse."""
+    return d.signature
+
+
+def _parameters(d: Definition) -> tuple[tuple[str, ...], frozenset[str]] | None:
     if d.kind != "function":
         return None
     head = []
@@ -152,6 +197,10 @@ def plain_value(d: Definition) -> bool:
     """An assignment of a literal (`36`, `"x"`, `None`, `True`) or an empty `{}`, `[]`, `()`,
     annotated or not: two modules can hold the same one by chance, so it says nothing about
     where a module's code went."""
+    return d.plain
+
+
+def _plain_value(d: Definition) -> bool:
     if d.kind != "assignment":
         return False
     try:
@@ -172,42 +221,58 @@ def same_definition(a: Definition, b: Definition, threshold: float, signature_fl
     `threshold`, or when both are functions, `b` takes `a`'s parameters (names, in order; any
     added after them optional) and it is at least `signature_floor` (the body changed, every old
     call still fits); else 0."""
-    s = similarity(a, b, min(threshold, signature_floor))
-    if s >= threshold:
-        return s
-    if s >= signature_floor:
-        pa, pb = parameters(a), parameters(b)
-        # Old calls still fit: the old parameters first, and nothing newly required.
-        if pa and pb and pa[0] and pb[0][: len(pa[0])] == pa[0] and pb[1] <= pa[1]:
-            return s
-    return 0.0
+    if a.digest == b.digest:
+        return similarity(a, b)
+    # Whether old calls fit is settled first (a header's parse, once per definition): where they
+    # do not, nothing under `threshold` counts, and difflib's cheap bounds spare more full matches.
+    fits = signature_floor < threshold and _calls_fit(a, b)
+    s = similarity(a, b, signature_floor if fits else threshold)
+    return s if s >= threshold or (fits and s >= signature_floor) else 0.0
+
+
+def _calls_fit(a: Definition, b: Definition) -> bool:
+    """Do old calls of function `a` still fit `b`: the old parameters first, nothing newly required?"""
+    pa, pb = parameters(a), parameters(b)
+    return bool(pa and pb and pa[0] and pb[0][: len(pa[0])] == pa[0] and pb[1] <= pa[1])
 
 
 def text_definitions(text: str) -> dict[str, Definition]:
-    """The column-0 `def`/`class`/assignment blocks of a module's text, normalized."""
-    lines = text.splitlines()
+    """The column-0 `def`/`class`/assignment blocks of a module's text (normalized on first use).
+
+    A block runs from its header to the next statement at column 0: a line that is not blank and
+    starts with none of ` \t#)]}` (indented, comment and closing-bracket lines stay in it). The
+    lines are `str.splitlines()`'s; the statements are found by a regex over them joined by `\n`
+    (a loop over every line was most of a whole tree's cost)."""
+    norm = _lines_text(text)
+    starts = _statements(norm)
     out: dict[str, Definition] = {}
-    i, n = 0, len(lines)
-    while i < n:
-        m = _BLOCK_RE.match(lines[i])
-        if m is None:
-            i += 1
+    line, at = 1, 0
+    for k, pos in enumerate(starts):
+        m = _BLOCK_RE.match(norm, pos)
+        if m is None or (m.group(2) or m.group(3)) in out:
             continue
-        j = i + 1
-        # The block: indented, blank and comment lines, and closing brackets at column 0.
-        while j < n and (not lines[j].strip() or lines[j][0] in " \t#)]}"):
-            j += 1
         name = m.group(2) or m.group(3)
-        if name not in out:
-            kind = _KINDS.get(re.sub(r"[ \t]+", " ", m.group(1)), "function") if m.group(1) else "assignment"
-            norm = _normalized(lines[i:j], kind != "assignment")
-            # Whitespace and line breaks left out, so re-wrapping a call or a reformat is no change.
-            flat = _SPACE_RE.sub("", "".join(norm))
-            chunks = tuple(c for c in _CUT_RE.split(flat) if c)
-            digest = hashlib.sha1(flat.encode("utf-8", "surrogatepass")).hexdigest()
-            out[name] = Definition(name, kind, i + 1, digest, norm, chunks)
-        i = j
+        line += norm.count("\n", at, pos)
+        at = pos
+        end = starts[k + 1] - 1 if k + 1 < len(starts) else len(norm)
+        kind = _KINDS.get(re.sub(r"[ \t]+", " ", m.group(1)), "function") if m.group(1) else "assignment"
+        out[name] = Definition(name, kind, line, norm[pos:end])
     return out
+
+
+def _statements(norm: str) -> list[int]:
+    """Where each column-0 statement of `norm` (lines joined by `\n`) starts."""
+    starts = [m.start() + 1 for m in _STATEMENT_RE.finditer(norm)]
+    if norm and _FIRST_STATEMENT_RE.match(norm):
+        starts.insert(0, 0)
+    return starts
+
+
+def _lines_text(text: str) -> str:
+    """`"\n".join(text.splitlines())`, without the copy when `\n` is the only line break."""
+    if not any(c in text for c in _ODD_BREAKS):
+        return text[:-1] if text.endswith("\n") else text
+    return "\n".join(text.splitlines())
 
 
 # --------------------------------------------------------------------------- one module
@@ -298,6 +363,15 @@ def parse_text(text: str | None) -> ast.Module | None:
         return older_syntax_ast(text, e)  # (a newer Python's syntax: the same names on every interpreter)
 
 
+def _column0_names(data: bytes) -> set[str]:
+    """The names a `def`, `class` or assignment at column 0 of `data` defines (the text index)."""
+    first = _FIRST_NAME_RE.match(data)
+    found = {(a or b) for a, b in _NAME_RE.findall(data)}
+    if first is not None:
+        found.add(first.group(1) or first.group(2))
+    return {w.decode("ascii") for w in found}
+
+
 # --------------------------------------------------------------------------- a tree
 
 
@@ -322,9 +396,12 @@ class TreeIndex:
 
     def tree(self, module: str) -> ast.Module | None:
         if module not in self._trees:
-            f = self.files.get(module)
-            self._trees[module] = parse_text(read_text(f.path)) if f is not None else None
+            self._trees[module] = self._parse(module)
         return self._trees[module]
+
+    def _parse(self, module: str) -> ast.Module | None:
+        f = self.files.get(module)
+        return parse_text(read_text(f.path)) if f is not None else None
 
     def definitions(self, module: str) -> dict[str, Definition]:
         """The module's column-0 definitions, compared by content (no parse)."""
@@ -337,7 +414,9 @@ class TreeIndex:
     def names(self, module: str) -> ModuleNames:
         if module not in self._names:
             f = self.files.get(module)
-            self._names[module] = read_names(self.tree(module), module, bool(f and f.is_package))
+            # Only what it binds is kept: a tree's ASTs, held, would be most of the index's memory.
+            tree = self._trees[module] if module in self._trees else self._parse(module)
+            self._names[module] = read_names(tree, module, bool(f and f.is_package))
         return self._names[module]
 
     def is_package(self, module: str) -> bool:
@@ -399,8 +478,7 @@ class TreeIndex:
                     data = read_capped(f.path, MAX_READ_BYTES)
                 except OSError:
                     continue
-                for a, b in set(_NAME_RE.findall(data)):
-                    word = (a or b).decode("ascii")
+                for word in _column0_names(data):
                     self._by_name.setdefault(word, set()).add(m)
         return set(self._by_name.get(name, ()))
 

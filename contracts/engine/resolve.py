@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 # The clauses that continue a compound statement at its own indentation (`try:` is not whole
 # without its `except`): a line opening with one of these starts no statement. One list for the
@@ -35,6 +36,17 @@ def resolve_relative(module: str, is_package: bool, level: int, name: str | None
 
 def is_under(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
+
+
+def is_under_any(module: str, prefixes: Collection[str]) -> bool:
+    """Is `module` one of `prefixes` or under one? Its ancestors are looked up, so a set of
+    prefixes (every gone package of a release: hundreds) costs the module's depth, not its size."""
+    end = module.find(".")
+    while end != -1:
+        if module[:end] in prefixes:
+            return True
+        end = module.find(".", end + 1)
+    return module in prefixes
 
 
 _PHYSICAL_LINE_BREAK = re.compile(r"\r\n|\r|\n")
