@@ -249,12 +249,51 @@ def _assigns(after: bytes, marks: tuple[bytes, ...]) -> bool:
 def defined_at_column_0(text: bytes, name: str) -> bool:
     """Does `text` define `name` on a line of its own at column 0: `def name`, `class name`,
     `name = ...`, `name: T = ...`? (A cheap, sufficient test; `ast` settles the rest.)"""
-    return name.encode() in _definitions(text)[0]
+    return _defined(text, name.encode(), column_0=True)
 
 
 def _indented_definition(text: bytes, name: str) -> bool:
     """Could an indented line define `name` (`def name`, `class name`, `name = ...`, `name: T`)?"""
-    return name.encode() in _definitions(text)[1]
+    return _defined(text, name.encode(), column_0=False)
+
+
+_ASKED: dict[int, list] = {}  # id(text) -> [text, how many names were asked of it]
+_ASKS_BEFORE_SCAN = 16  # a few names: a search each; more: `_definitions`, one pass for all
+
+
+def _defined(text: bytes, word: bytes, column_0: bool) -> bool:
+    """`word` is a definition `_definitions` would find (at column 0, or on any line). The first
+    few names asked of a text are searched for (a byte search per name; the pass over every
+    line costs as much as ~30 of them, and most texts are asked about one or two names)."""
+    entry = _DEFINED.get(id(text))
+    if entry is not None and entry[0] is text:
+        return word in entry[1 if column_0 else 2]
+    asked = _ASKED.get(id(text))
+    if asked is None or asked[0] is not text:
+        if len(_ASKED) >= _MAX_DEFINED:
+            _ASKED.clear()
+        asked = _ASKED[id(text)] = [text, 0]
+    asked[1] += 1
+    if asked[1] > _ASKS_BEFORE_SCAN:
+        return word in _definitions(text)[0 if column_0 else 1]
+    return any(_defines_at(text, pos, len(word), column_0) for pos in _occurrences(text, word))
+
+
+def _defines_at(text: bytes, pos: int, size: int, column_0: bool) -> bool:
+    """Is the whole word at `pos` what `_DEFINITION_START` would capture there, followed by what
+    `_definitions` takes for a definition (the same test, on one occurrence)?"""
+    start = text.rfind(b"\n", 0, pos) + 1
+    prefix = text[start:pos]
+    head = prefix.lstrip(b" \t")
+    if head not in _HEADS or (column_0 and len(head) != len(prefix)):
+        return False
+    if head:
+        return True
+    after = text[pos + size:pos + size + 4].lstrip(b" \t")
+    return _assigns(after, (b"=", b":") if column_0 else (b"=", b":", b","))
+
+
+_HEADS = (b"", b"def ", b"class ", b"async def ")
 
 
 class ModuleIndex:
