@@ -319,6 +319,7 @@ class ModuleIndex:
         self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
         self.runtime = Runtime(self)
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
+        self._stubs: dict[str, bytes | None] = {}
 
     # ---- modules
 
@@ -367,6 +368,11 @@ class ModuleIndex:
         """The `.pyi` beside `module` (a stub alone, or beside an extension module or a package)."""
         if self.other.get(module) not in ("stub", "extension") and not self.is_package(module):
             return None
+        if module not in self._stubs:  # (asked once per name: two failed opens for most packages)
+            self._stubs[module] = self._read_stub(module)
+        return self._stubs[module]
+
+    def _read_stub(self, module: str) -> bytes | None:
         base = os.path.join(self.src, *module.split("."))
         for path in (base + ".pyi", os.path.join(base, "__init__.pyi")):
             try:  # not walked: read only as the walk would (a regular file, no link, bounded)

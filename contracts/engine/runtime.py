@@ -34,6 +34,16 @@ _SELF_KEY = re.compile(rb"sys\.modules\[\s*__name__\s*\]")
 _INJECT = re.compile(rb"setattr\(\s*sys\.modules\[\s*[^\]\"'\s]")
 
 
+def text_facts(text: bytes) -> tuple[tuple[str, ...], bool]:
+    """What `Runtime` needs of one file's text: (the module names it writes into `sys.modules` as
+    string literals, whether it sets attributes on a `sys.modules` entry it computes). Read with
+    each file where the file is read (in the workers), so the whole tree is not read again."""
+    if b"sys.modules" not in text:
+        return (), False
+    keys = tuple(dict.fromkeys(m.group(2).decode() for m in _LITERAL_KEY.finditer(text)))
+    return keys, _INJECT.search(text) is not None
+
+
 def makes_modules(text: bytes) -> bool:
     """Can `text` make modules no file is: a write into `sys.modules` under another key than its
     own name (`sys.modules[__name__] = m` replaces the module itself; its submodules are still
@@ -53,12 +63,17 @@ class Runtime:
         self._keys: set[str] | None = None
         self._injectors: set[str] | None = None
         self._aliases: dict[str, dict[str, str]] = {}
+        # module -> `text_facts` of its `.py`, for every module of the index (read with the files),
+        # or None: then they are searched for in the whole tree's text.
+        self.facts: dict[str, tuple[tuple[str, ...], bool]] | None = None
 
     # ---- modules
 
     def literal_keys(self) -> set[str]:
         """The module names the tree writes into `sys.modules` as string literals."""
-        if self._keys is None:
+        if self._keys is None and self.facts is not None:
+            self._keys = {k for keys, _ in self.facts.values() for k in keys}
+        elif self._keys is None:
             self._keys = {k.group(2).decode() for _, k in self.index.matches(_LITERAL_KEY)}
         return self._keys
 
@@ -90,7 +105,9 @@ class Runtime:
             self._assigns(writer, module, name) for writer in sorted(self.index.modules_containing(name)))
 
     def _injected(self, module: str) -> bool:
-        if self._injectors is None:
+        if self._injectors is None and self.facts is not None:
+            self._injectors = {m for m, (_, injects) in self.facts.items() if injects}
+        elif self._injectors is None:
             self._injectors = {m for m, _ in self.index.matches(_INJECT)}
         if not self._injectors:
             return False

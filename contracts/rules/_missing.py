@@ -70,6 +70,7 @@ class _Analysis:
     def run(self) -> list[Finding]:
         from contracts.engine.bindings import ModuleIndex
         from contracts.engine.import_lines import WHOLE_FILE, StatementReader
+        from contracts.engine.runtime import text_facts
 
         model = self.model
         texts = model.texts
@@ -77,12 +78,12 @@ class _Analysis:
         reader = StatementReader(roots)
         # Read with the files where the build did it (in its workers), else here.
         read = model.statements if roots == model.statement_roots else {}
-        statements, unsure, defs = {}, {}, {}
+        statements, unsure, defs, facts = {}, {}, {}, {}
         readable = []
         for f in model.discovery.files:
             done = read.get(f.rel)
             if done is not None:
-                found, doubt, whole, defs[f.module] = done
+                found, doubt, whole, defs[f.module], fact = done
                 doubt = WHOLE_FILE if whole else doubt
             else:
                 data = texts.get(f.rel)
@@ -92,6 +93,9 @@ class _Analysis:
                     except OSError:
                         continue  # `not-scanned` reports it
                 found, doubt = reader.read(data)
+                fact = text_facts(data)
+            if model.discovery.by_module.get(f.module) is f:
+                facts[f.module] = fact
             statements[f.module] = found
             if doubt:
                 unsure[f.module] = doubt
@@ -99,6 +103,8 @@ class _Analysis:
         index = self.index = ModuleIndex(model.src, model.discovery, texts, statements)
         index.defs = defs
         index.unsure = set(unsure)
+        if len(facts) == len(index.py):  # every module's: the tree need not be searched for them
+            index.runtime.facts = facts
         out: list[Finding] = []
         for f in readable:
             doubt = unsure.get(f.module, ())
