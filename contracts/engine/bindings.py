@@ -320,6 +320,7 @@ class ModuleIndex:
         self.runtime = Runtime(self)
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}
+        self._containing: dict[bytes, frozenset[str]] = {}
 
     # ---- modules
 
@@ -545,15 +546,24 @@ class ModuleIndex:
         the first few words, then an index of every identifier, built once (a search per word
         is the tree's size times the words: 147,000 missing names ran over 30 minutes)."""
         key = word.encode()
+        if key in self._containing:  # (asked again by `definers` and `runtime.bound`)
+            return set(self._containing[key])
+        found = self._containing[key] = frozenset(self._modules_containing(key))
+        return set(found)
+
+    def _modules_containing(self, key: bytes) -> set[str]:
         self._searches += 1
         if self._words is None and self._searches > _SEARCHES_BEFORE_INDEX and _IDENTIFIER.fullmatch(key):
             self._words = self._word_index()
         if self._words is not None and _IDENTIFIER.fullmatch(key):
             return set(self._words.get(key, ()))
-        blob, offsets, modules = self._search_blob()
+        # Text by text, not in one joined text: a module is done at its first whole-word
+        # occurrence, and a common word's other occurrences are never looked at.
         found = set()
-        for pos in _occurrences(blob, word.encode()):
-            found.add(modules[bisect.bisect_right(offsets, pos) - 1])
+        for m in sorted(self.py):
+            text = self.text(m)
+            if text is not None and key in text and next(_occurrences(text, key), None) is not None:
+                found.add(m)
         return found
 
     def matches(self, pattern):
