@@ -204,12 +204,11 @@ def defs_at_column_0(text: bytes) -> set[str]:
             text = b"\n" + text
         pos = text.find(head)
         while pos >= 0:
-            start = pos + len(head)
-            end = start
-            while end < len(text) and text[end] in _WORD:
-                end += 1
-            if end > start:
-                out.add(text[start:end].decode("utf-8", "replace"))
+            end = start = pos + len(head)
+            word = _IDENTIFIER.match(text, start)  # (one call, not a loop over its bytes)
+            if word is not None:
+                end = word.end()
+                out.add(word.group().decode("utf-8", "replace"))
             pos = text.find(head, end)
     return out
 
@@ -316,7 +315,7 @@ class ModuleIndex:
         self._searches = 0
         self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
         self._binds: dict[tuple[str, str], bool | None] = {}
-        self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
+        self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, once asked
         self.runtime = Runtime(self)
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}

@@ -76,7 +76,7 @@ class Model(Record, hidden=("_pending",)):
     started: float  # when the build started, before it read anything
     texts: dict[str, bytes]  # rel path -> content, read in this run (`ScanPlan.texts`)
     workers: int  # processes that read the files (`workers.py`)
-    # rel path -> (statements, unsure lines, whole file unsure, column-0 `def`/`class` names), read
+    # rel path -> (statements, unsure lines, whole file unsure, `runtime.text_facts`), read
     # in this run for `ScanPlan.statement_roots`.
     statements: dict[str, tuple]
     statement_roots: tuple[str, ...]  # what `statements` were read for

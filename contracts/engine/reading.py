@@ -324,15 +324,15 @@ def _prefixes(files: list[SourceFile], cuts: dict[str, int], texts: dict[str, by
 
 def _statements_of(reader, data: bytes) -> tuple:
     """What `missing_imports` reads off every file's text: (statements, unsure lines, whole file
-    unsure, the names of its column-0 `def`s and `class`es, its `runtime.text_facts`); plain
-    values, for a worker to send."""
-    from contracts.engine.bindings import defs_at_column_0
+    unsure, its `runtime.text_facts`); plain values, for a worker to send. (The names a module
+    defines are looked for later, in the modules something imports names from: a quarter of
+    them.)"""
     from contracts.engine.import_lines import WHOLE_FILE
     from contracts.engine.runtime import text_facts
 
     found, doubt = reader.read(data)
     whole = doubt is WHOLE_FILE  # (an identity: it would not survive pickling)
-    return found, [] if whole else doubt, whole, defs_at_column_0(data), text_facts(data)
+    return found, [] if whole else doubt, whole, text_facts(data)
 
 
 def store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dict, plan: ScanPlan,

@@ -78,12 +78,12 @@ class _Analysis:
         reader = StatementReader(roots)
         # Read with the files where the build did it (in its workers), else here.
         read = model.statements if roots == model.statement_roots else {}
-        statements, unsure, defs, facts = {}, {}, {}, {}
+        statements, unsure, facts = {}, {}, {}
         readable = []
         for f in model.discovery.files:
             done = read.get(f.rel)
             if done is not None:
-                found, doubt, whole, defs[f.module], fact = done
+                found, doubt, whole, fact = done
                 doubt = WHOLE_FILE if whole else doubt
             else:
                 data = texts.get(f.rel)
@@ -101,7 +101,6 @@ class _Analysis:
                 unsure[f.module] = doubt
             readable.append(f)
         index = self.index = ModuleIndex(model.src, model.discovery, texts, statements)
-        index.defs = defs
         index.unsure = set(unsure)
         if len(facts) == len(index.py):  # every module's: the tree need not be searched for them
             index.runtime.facts = facts
