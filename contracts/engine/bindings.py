@@ -320,6 +320,7 @@ class ModuleIndex:
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}
         self._containing: dict[bytes, frozenset[str]] = {}
+        self._excluded: bool | None = None  # does any module of `other` stand for an excluded one?
 
     # ---- modules
 
@@ -335,6 +336,10 @@ class ModuleIndex:
 
     def _excluded_above(self, module: str) -> str | None:
         """The excluded module `module` is under (the config's `exclude`: not walked), or None."""
+        if self._excluded is None:
+            self._excluded = "excluded" in self.other.values()
+        if not self._excluded:  # (asked of every name imported: most trees exclude nothing)
+            return None
         while "." in module:
             module = module.rpartition(".")[0]
             if self.other.get(module) == "excluded":

@@ -57,13 +57,18 @@ class _Analysis:
         self.model, self.config, self.spec = model, config, spec
         self.packages = spec.packages_for(config.root_packages)
         self.removed = tuple(p for r in config.removed for p in r.removed)
+        self._checked: dict[str, bool] = {}
 
     def internal(self, module: str) -> bool:
         return any(is_under(module, p) for p in self.packages)
 
     def checked(self, module: str) -> bool:
         """Under `packages`, and not a removed module (`removed-module` reports those)."""
-        return self.internal(module) and not any(is_under(module, p) for p in self.removed)
+        verdict = self._checked.get(module)
+        if verdict is None:  # (asked of every statement's module: the same few hundred, often)
+            verdict = self._checked[module] = self.internal(module) and not any(
+                is_under(module, p) for p in self.removed)
+        return verdict
 
     # ---- pass 1: the text of every file
 
