@@ -315,7 +315,7 @@ class ModuleIndex:
         self._searches = 0
         self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
         self._binds: dict[tuple[str, str], bool | None] = {}
-        self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, once asked
+        self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
         self.runtime = Runtime(self)
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}

@@ -83,12 +83,12 @@ class _Analysis:
         reader = StatementReader(roots)
         # Read with the files where the build did it (in its workers), else here.
         read = model.statements if roots == model.statement_roots else {}
-        statements, unsure, facts = {}, {}, {}
+        statements, unsure, facts, defs = {}, {}, {}, {}
         readable = []
         for f in model.discovery.files:
             done = read.get(f.rel)
             if done is not None:
-                found, doubt, whole, fact = done
+                found, doubt, whole, fact, defs[f.module] = done
                 doubt = WHOLE_FILE if whole else doubt
             else:
                 data = texts.get(f.rel)
@@ -107,6 +107,7 @@ class _Analysis:
             readable.append(f)
         index = self.index = ModuleIndex(model.src, model.discovery, texts, statements)
         index.unsure = set(unsure)
+        index.defs = defs
         if len(facts) == len(index.py):  # every module's: the tree need not be searched for them
             index.runtime.facts = facts
         out: list[Finding] = []
