@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
+from contracts.engine import workers
 from contracts.engine.files import read_capped
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
@@ -110,17 +111,23 @@ class _Analysis:
         index.defs = defs
         if len(facts) == len(index.py):  # every module's: the tree need not be searched for them
             index.runtime.facts = facts
-        out: list[Finding] = []
-        for f in readable:
-            doubt = unsure.get(f.module, ())
-            if doubt is WHOLE_FILE:
-                out.extend(self._exact(f, self._text(f), None))
-                continue
-            # The suspects, and the lines the text pass could not read (parsed around them).
-            lines = sorted({*self._suspect_lines(f, statements[f.module]), *doubt})
-            if lines:
-                out.extend(self._exact(f, self._text(f), lines))
-        return sorted(set(out))
+        self._unsure, self._statements = unsure, statements
+        # The files in as many processes as read them (a fork of this one, which holds the index:
+        # each file's findings are the index's answers, whichever process asks), else here.
+        jobs = model.workers if model.workers > 1 and workers.fork_is_safe() else 1
+        parts = workers.map_parts(_files_findings, self, readable, jobs)
+        return sorted({finding for part in parts for finding in part})
+
+    def file_findings(self, f) -> list[Finding]:
+        """The findings of one file of the package (after `run` built the index)."""
+        from contracts.engine.import_lines import WHOLE_FILE
+
+        doubt = self._unsure.get(f.module, ())
+        if doubt is WHOLE_FILE:
+            return self._exact(f, self._text(f), None)
+        # The suspects, and the lines the text pass could not read (parsed around them).
+        lines = sorted({*self._suspect_lines(f, self._statements[f.module]), *doubt})
+        return self._exact(f, self._text(f), lines) if lines else []
 
     def importers(self, files) -> list[Finding]:
         """The findings of `files` outside the package (after `run`, which built the index)."""
@@ -345,6 +352,11 @@ class _Analysis:
             return True
 
         return proven
+
+
+def _files_findings(analysis: _Analysis, chunks) -> list[Finding]:
+    """The findings of the files of `chunks` (`workers.map_parts` hands each process its own)."""
+    return [finding for chunk in chunks for f in chunk for finding in analysis.file_findings(f)]
 
 
 def _first_missing(index: ModuleIndex, module: str) -> str:
