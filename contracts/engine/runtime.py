@@ -105,10 +105,8 @@ class Runtime:
             self._assigns(writer, module, name) for writer in sorted(self.index.modules_containing(name)))
 
     def _injected(self, module: str) -> bool:
-        if self._injectors is None and self.facts is not None:
-            self._injectors = {m for m, (_, injects) in self.facts.items() if injects}
-        elif self._injectors is None:
-            self._injectors = {m for m, _ in self.index.matches(_INJECT)}
+        if self._injectors is None:
+            self._injectors = self._injector_modules()
         if not self._injectors:
             return False
         package = self.index.is_package(module)
@@ -118,6 +116,12 @@ class Runtime:
                 if any(t in self._injectors for t in targets if t):
                     return True
         return False
+
+    def _injector_modules(self) -> set[str]:
+        """The modules that set attributes on a `sys.modules` entry they compute."""
+        if self.facts is not None:
+            return {m for m, (_, injects) in self.facts.items() if injects}
+        return {m for m, _ in self.index.matches(_INJECT)}
 
     def _assigns(self, writer: str, module: str, name: str) -> bool:
         text = self.index.text(writer) or b""

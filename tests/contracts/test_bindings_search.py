@@ -82,3 +82,30 @@ def test_modules_containing_finds_the_modules_of_a_search_of_the_joined_texts(pa
     expected = _joined_search(texts, word.encode())
     assert index.modules_containing(word) == expected
     assert index.modules_containing(word) == expected  # asked again: the same answer
+
+
+SYS_MODULES_TEXTS = [
+    b'import sys\nsys.modules["pkg.fake"] = object()\n',
+    b"import sys\nsys.modules.setdefault('pkg.other.deep', None)\n",
+    b"import sys\nsetattr(sys.modules[cls.__module__], name, value)\n",
+    b"import sys\nx = sys.modules['pkg.read_only']\n",
+    b"sys.modules[__name__] = self\n",
+    b"nothing here\n",
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(SYS_MODULES_TEXTS), min_size=1, max_size=5))
+def test_the_facts_read_with_each_file_are_those_of_a_search_of_the_tree(chosen):
+    from contracts.engine.runtime import text_facts
+
+    texts = {f"pkg.m{i}": t for i, t in enumerate(chosen)}
+    files = {m: _File(f"{m}.py") for m in texts}
+
+    def index() -> ModuleIndex:
+        return ModuleIndex("", _Discovery(files), {f"{m}.py": t for m, t in texts.items()})
+
+    searched, told = index(), index()
+    told.runtime.facts = {m: text_facts(t) for m, t in texts.items()}
+    assert told.runtime.literal_keys() == searched.runtime.literal_keys()
+    assert told.runtime._injector_modules() == searched.runtime._injector_modules()
