@@ -31,6 +31,8 @@ _IMPORT_HOOK = re.compile(rb"sys\.(?:meta_path|path_hooks)\.(?:append|insert|ext
 _LITERAL_KEY = re.compile(
     rb"""sys\.modules(?:\[\s*|\.setdefault\(\s*)(["'])([A-Za-z_][\w.]*)\1\s*(?:\]\s*=(?!=)|,)""")
 _SELF_KEY = re.compile(rb"sys\.modules\[\s*__name__\s*\]")
+# `.name = ...` or `.name: T = ...` (not `==`): a name assigned as an attribute, perhaps of a module.
+_ATTRIBUTE_TARGET = re.compile(rb"\.\s*([A-Za-z0-9_\x80-\xff]+)\s*(?::[^=\n]*)?=(?!=)")
 _INJECT = re.compile(rb"setattr\(\s*sys\.modules\[\s*[^\]\"'\s]")
 
 
@@ -63,6 +65,7 @@ class Runtime:
         self._keys: set[str] | None = None
         self._injectors: set[str] | None = None
         self._aliases: dict[str, dict[str, str]] = {}
+        self._targets: dict[str, frozenset[bytes] | None] = {}  # writer -> `_attribute_targets`
         # module -> `text_facts` of its `.py`, for every module of the index (read with the files),
         # or None: then they are searched for in the whole tree's text.
         self.facts: dict[str, tuple[tuple[str, ...], bool]] | None = None
@@ -124,15 +127,29 @@ class Runtime:
         return {m for m, _ in self.index.matches(_INJECT)}
 
     def _assigns(self, writer: str, module: str, name: str) -> bool:
-        text = self.index.text(writer) or b""
-        word = re.escape(name.encode())
-        if not (b"setattr(" in text or re.search(rb"\.\s*" + word + rb"\s*(?::[^=\n]*)?=(?!=)", text)):
+        targets = self._attribute_targets(writer)
+        if targets is not None and name.encode() not in targets:
             return False
         tree = self.index.parsed(writer)
         if tree is None:
             return False
         aliases = self._alias_map(writer, tree)
         return any(_onto(node, name, aliases) == module for node in ast.walk(tree))
+
+    def _attribute_targets(self, writer: str) -> frozenset[bytes] | None:
+        """The names `writer` may assign as an attribute (`.name = `, `.name: T = `), or None
+        where it calls `setattr` (any name): found in one pass per writer, not searched for once
+        per name (a file importing N names was searched N times, N times its own size in all)."""
+        if writer not in self._targets:
+            text = self.index.text(writer) or b""
+            names: set[bytes] | None = None
+            if b"setattr(" not in text:
+                names, pos = set(), 0
+                while (m := _ATTRIBUTE_TARGET.search(text, pos)) is not None:
+                    names.add(m.group(1))
+                    pos = m.start() + 1  # (overlapping: `.a: x.b = 1` assigns `b` too)
+            self._targets[writer] = None if names is None else frozenset(names)
+        return self._targets[writer]
 
     def _alias_map(self, writer: str, tree: ast.Module) -> dict[str, str]:
         """Local name -> module, from every import statement of `writer` (a function's too)."""

@@ -109,3 +109,20 @@ def test_the_facts_read_with_each_file_are_those_of_a_search_of_the_tree(chosen)
     told.runtime.facts = {m: text_facts(t) for m, t in texts.items()}
     assert told.runtime.literal_keys() == searched.runtime.literal_keys()
     assert told.runtime._injector_modules() == searched.runtime._injector_modules()
+
+
+ASSIGNMENT_PIECES = st.sampled_from([b".", b"x", b"xy", b" ", b"=", b"==", b":", b"int", b"\n", b"setattr(", b"_"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ASSIGNMENT_PIECES, max_size=30).map(lambda p: [b"m.x: y.xy = 1\n", *p] if len(p) % 2 else p))
+def test_a_writers_attribute_targets_are_the_names_a_search_per_name_finds(pieces):
+    """One pass per writer answers as the search of each name did (`.name = `, `.name: T = `)."""
+    import re
+
+    text = b"".join(pieces)
+    index = ModuleIndex("", _Discovery({"pkg.w": _File("pkg/w.py")}), {"pkg/w.py": text})
+    targets = index.runtime._attribute_targets("pkg.w")
+    for name in (b"x", b"xy", b"int", b"_"):
+        per_name = b"setattr(" in text or re.search(rb"\.\s*" + re.escape(name) + rb"\s*(?::[^=\n]*)?=(?!=)", text)
+        assert (targets is None or name in targets) == bool(per_name), (text, name)
