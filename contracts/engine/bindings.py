@@ -204,12 +204,11 @@ def defs_at_column_0(text: bytes) -> set[str]:
             text = b"\n" + text
         pos = text.find(head)
         while pos >= 0:
-            start = pos + len(head)
-            end = start
-            while end < len(text) and text[end] in _WORD:
-                end += 1
-            if end > start:
-                out.add(text[start:end].decode("utf-8", "replace"))
+            end = start = pos + len(head)
+            word = _IDENTIFIER.match(text, start)  # (one call, not a loop over its bytes)
+            if word is not None:
+                end = word.end()
+                out.add(word.group().decode("utf-8", "replace"))
             pos = text.find(head, end)
     return out
 
@@ -249,12 +248,51 @@ def _assigns(after: bytes, marks: tuple[bytes, ...]) -> bool:
 def defined_at_column_0(text: bytes, name: str) -> bool:
     """Does `text` define `name` on a line of its own at column 0: `def name`, `class name`,
     `name = ...`, `name: T = ...`? (A cheap, sufficient test; `ast` settles the rest.)"""
-    return name.encode() in _definitions(text)[0]
+    return _defined(text, name.encode(), column_0=True)
 
 
 def _indented_definition(text: bytes, name: str) -> bool:
     """Could an indented line define `name` (`def name`, `class name`, `name = ...`, `name: T`)?"""
-    return name.encode() in _definitions(text)[1]
+    return _defined(text, name.encode(), column_0=False)
+
+
+_ASKED: dict[int, list] = {}  # id(text) -> [text, how many names were asked of it]
+_ASKS_BEFORE_SCAN = 16  # a few names: a search each; more: `_definitions`, one pass for all
+
+
+def _defined(text: bytes, word: bytes, column_0: bool) -> bool:
+    """`word` is a definition `_definitions` would find (at column 0, or on any line). The first
+    few names asked of a text are searched for (a byte search per name; the pass over every
+    line costs as much as ~30 of them, and most texts are asked about one or two names)."""
+    entry = _DEFINED.get(id(text))
+    if entry is not None and entry[0] is text:
+        return word in entry[1 if column_0 else 2]
+    asked = _ASKED.get(id(text))
+    if asked is None or asked[0] is not text:
+        if len(_ASKED) >= _MAX_DEFINED:
+            _ASKED.clear()
+        asked = _ASKED[id(text)] = [text, 0]
+    asked[1] += 1
+    if asked[1] > _ASKS_BEFORE_SCAN:
+        return word in _definitions(text)[0 if column_0 else 1]
+    return any(_defines_at(text, pos, len(word), column_0) for pos in _occurrences(text, word))
+
+
+def _defines_at(text: bytes, pos: int, size: int, column_0: bool) -> bool:
+    """Is the whole word at `pos` what `_DEFINITION_START` would capture there, followed by what
+    `_definitions` takes for a definition (the same test, on one occurrence)?"""
+    start = text.rfind(b"\n", 0, pos) + 1
+    prefix = text[start:pos]
+    head = prefix.lstrip(b" \t")
+    if head not in _HEADS or (column_0 and len(head) != len(prefix)):
+        return False
+    if head:
+        return True
+    after = text[pos + size:pos + size + 4].lstrip(b" \t")
+    return _assigns(after, (b"=", b":") if column_0 else (b"=", b":", b","))
+
+
+_HEADS = (b"", b"def ", b"class ", b"async def ")
 
 
 class ModuleIndex:
@@ -280,6 +318,9 @@ class ModuleIndex:
         self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
         self.runtime = Runtime(self)
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
+        self._stubs: dict[str, bytes | None] = {}
+        self._containing: dict[bytes, frozenset[str]] = {}
+        self._excluded: bool | None = None  # does any module of `other` stand for an excluded one?
 
     # ---- modules
 
@@ -295,6 +336,10 @@ class ModuleIndex:
 
     def _excluded_above(self, module: str) -> str | None:
         """The excluded module `module` is under (the config's `exclude`: not walked), or None."""
+        if self._excluded is None:
+            self._excluded = "excluded" in self.other.values()
+        if not self._excluded:  # (asked of every name imported: most trees exclude nothing)
+            return None
         while "." in module:
             module = module.rpartition(".")[0]
             if self.other.get(module) == "excluded":
@@ -328,6 +373,11 @@ class ModuleIndex:
         """The `.pyi` beside `module` (a stub alone, or beside an extension module or a package)."""
         if self.other.get(module) not in ("stub", "extension") and not self.is_package(module):
             return None
+        if module not in self._stubs:  # (asked once per name: two failed opens for most packages)
+            self._stubs[module] = self._read_stub(module)
+        return self._stubs[module]
+
+    def _read_stub(self, module: str) -> bytes | None:
         base = os.path.join(self.src, *module.split("."))
         for path in (base + ".pyi", os.path.join(base, "__init__.pyi")):
             try:  # not walked: read only as the walk would (a regular file, no link, bounded)
@@ -500,15 +550,24 @@ class ModuleIndex:
         the first few words, then an index of every identifier, built once (a search per word
         is the tree's size times the words: 147,000 missing names ran over 30 minutes)."""
         key = word.encode()
+        if key in self._containing:  # (asked again by `definers` and `runtime.bound`)
+            return set(self._containing[key])
+        found = self._containing[key] = frozenset(self._modules_containing(key))
+        return set(found)
+
+    def _modules_containing(self, key: bytes) -> set[str]:
         self._searches += 1
         if self._words is None and self._searches > _SEARCHES_BEFORE_INDEX and _IDENTIFIER.fullmatch(key):
             self._words = self._word_index()
         if self._words is not None and _IDENTIFIER.fullmatch(key):
             return set(self._words.get(key, ()))
-        blob, offsets, modules = self._search_blob()
+        # Text by text, not in one joined text: a module is done at its first whole-word
+        # occurrence, and a common word's other occurrences are never looked at.
         found = set()
-        for pos in _occurrences(blob, word.encode()):
-            found.add(modules[bisect.bisect_right(offsets, pos) - 1])
+        for m in sorted(self.py):
+            text = self.text(m)
+            if text is not None and key in text and next(_occurrences(text, key), None) is not None:
+                found.add(m)
         return found
 
     def matches(self, pattern):
@@ -525,7 +584,9 @@ class ModuleIndex:
         text = self.text(module)
         if text is None:
             return False
-        if name in self._column_0(module) and defined_at_column_0(text, name):
+        # (The search for the name first: most modules a word is in do not define it, and
+        # `_column_0` reads every column-0 `def` and `class` of the module.)
+        if defined_at_column_0(text, name) and name in self._column_0(module):
             return True
         if not _indented_definition(text, name):
             return False

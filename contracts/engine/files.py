@@ -81,8 +81,13 @@ def read_regular(path: str, limit: int | None = None, dir_fd: int | None = None
 def read_capped(path: str, limit: int) -> bytes:
     """The content of the regular file `path`, at most `limit` bytes (a FIFO, a device, a link to
     `/dev/zero`, a file over the limit: OSError). A symlink is resolved first: the walks decide
-    which links are followed, and one that leaves the tree never reaches a reader."""
-    return read_regular(os.path.realpath(path), limit)[0]
+    which links are followed, and one that leaves the tree never reaches a reader. (Resolved only
+    when `path` is one: `realpath` costs a dozen system calls, asked of every file a whole-tree
+    search reads.)"""
+    try:
+        return read_regular(path, limit)[0]
+    except NotRegular:
+        return read_regular(os.path.realpath(path), limit)[0]
 
 
 def read_lines(path: str) -> list[str]:

@@ -76,8 +76,8 @@ class Model(Record, hidden=("_pending",)):
     started: float  # when the build started, before it read anything
     texts: dict[str, bytes]  # rel path -> content, read in this run (`ScanPlan.texts`)
     workers: int  # processes that read the files (`workers.py`)
-    # rel path -> (statements, unsure lines, whole file unsure, column-0 `def`/`class` names), read
-    # in this run for `ScanPlan.statement_roots`.
+    # rel path -> (statements, unsure lines, whole file unsure, `runtime.text_facts`, column-0
+    # `def`/`class` names), read in this run for `ScanPlan.statement_roots`.
     statements: dict[str, tuple]
     statement_roots: tuple[str, ...]  # what `statements` were read for
     # path -> SHA-1 of the content its record was made from (a cache is kept): the stamp keeps

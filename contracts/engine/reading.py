@@ -324,13 +324,16 @@ def _prefixes(files: list[SourceFile], cuts: dict[str, int], texts: dict[str, by
 
 def _statements_of(reader, data: bytes) -> tuple:
     """What `missing_imports` reads off every file's text: (statements, unsure lines, whole file
-    unsure, the names of its column-0 `def`s and `class`es); plain values, for a worker to send."""
+    unsure, its `runtime.text_facts`, the names of its column-0 `def`s and `class`es); plain
+    values, for a worker to send. (The names are wanted of three quarters of a tree's modules,
+    those something imports names from: read here, on every core, rather than after the read.)"""
     from contracts.engine.bindings import defs_at_column_0
     from contracts.engine.import_lines import WHOLE_FILE
+    from contracts.engine.runtime import text_facts
 
     found, doubt = reader.read(data)
     whole = doubt is WHOLE_FILE  # (an identity: it would not survive pickling)
-    return found, [] if whole else doubt, whole, defs_at_column_0(data)
+    return found, [] if whole else doubt, whole, text_facts(data), defs_at_column_0(data)
 
 
 def store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dict, plan: ScanPlan,

@@ -31,9 +31,19 @@ _IMPORT_HOOK = re.compile(rb"sys\.(?:meta_path|path_hooks)\.(?:append|insert|ext
 _LITERAL_KEY = re.compile(
     rb"""sys\.modules(?:\[\s*|\.setdefault\(\s*)(["'])([A-Za-z_][\w.]*)\1\s*(?:\]\s*=(?!=)|,)""")
 _SELF_KEY = re.compile(rb"sys\.modules\[\s*__name__\s*\]")
-# `x.name = v` (or annotated): a module may be assigned an attribute here (the AST decides).
-_ATTRIBUTE_ASSIGNMENT = re.compile(rb"\.\s*[A-Za-z_\x80-\xff][\w\x80-\xff]*\s*(?::[^=\n]*)?=(?!=)")
+# `.name = ...` or `.name: T = ...` (not `==`): a name assigned as an attribute, perhaps of a module.
+_ATTRIBUTE_TARGET = re.compile(rb"\.\s*([A-Za-z0-9_\x80-\xff]+)\s*(?::[^=\n]*)?=(?!=)")
 _INJECT = re.compile(rb"setattr\(\s*sys\.modules\[\s*[^\]\"'\s]")
+
+
+def text_facts(text: bytes) -> tuple[tuple[str, ...], bool]:
+    """What `Runtime` needs of one file's text: (the module names it writes into `sys.modules` as
+    string literals, whether it sets attributes on a `sys.modules` entry it computes). Read with
+    each file where the file is read (in the workers), so the whole tree is not read again."""
+    if b"sys.modules" not in text:
+        return (), False
+    keys = tuple(dict.fromkeys(m.group(2).decode() for m in _LITERAL_KEY.finditer(text)))
+    return keys, _INJECT.search(text) is not None
 
 
 def makes_modules(text: bytes) -> bool:
@@ -56,12 +66,18 @@ class Runtime:
         self._injectors: set[str] | None = None
         self._aliases: dict[str, dict[str, str]] = {}
         self._assigned: dict[str, frozenset[tuple[str, str]]] = {}
+        self._targets: dict[str, frozenset[bytes] | None] = {}  # writer -> `_attribute_targets`
+        # module -> `text_facts` of its `.py`, for every module of the index (read with the files),
+        # or None: then they are searched for in the whole tree's text.
+        self.facts: dict[str, tuple[tuple[str, ...], bool]] | None = None
 
     # ---- modules
 
     def literal_keys(self) -> set[str]:
         """The module names the tree writes into `sys.modules` as string literals."""
-        if self._keys is None:
+        if self._keys is None and self.facts is not None:
+            self._keys = {k for keys, _ in self.facts.values() for k in keys}
+        elif self._keys is None:
             self._keys = {k.group(2).decode() for _, k in self.index.matches(_LITERAL_KEY)}
         return self._keys
 
@@ -94,7 +110,7 @@ class Runtime:
 
     def _injected(self, module: str) -> bool:
         if self._injectors is None:
-            self._injectors = {m for m, _ in self.index.matches(_INJECT)}
+            self._injectors = self._injector_modules()
         if not self._injectors:
             return False
         package = self.index.is_package(module)
@@ -105,9 +121,19 @@ class Runtime:
                     return True
         return False
 
+    def _injector_modules(self) -> set[str]:
+        """The modules that set attributes on a `sys.modules` entry they compute."""
+        if self.facts is not None:
+            return {m for m, (_, injects) in self.facts.items() if injects}
+        return {m for m, _ in self.index.matches(_INJECT)}
+
     def _assigns(self, writer: str, module: str, name: str) -> bool:
-        """Does `writer` assign `name` onto `module`? Each writer is read once for every name (a
-        search per name over its text would be quadratic in a file of many missing names)."""
+        """Does `writer` assign `name` onto `module`? A name `writer` never assigns as an attribute is
+        answered off its text; otherwise its tree is walked once for every name (a search or a walk
+        per name would be quadratic in a file of many missing names)."""
+        targets = self._attribute_targets(writer)
+        if targets is not None and name.encode() not in targets:
+            return False
         return (module, name) in self._assignments(writer)
 
     def _assignments(self, writer: str) -> frozenset[tuple[str, str]]:
@@ -117,9 +143,6 @@ class Runtime:
         return self._assigned[writer]
 
     def _read_assignments(self, writer: str) -> frozenset[tuple[str, str]]:
-        text = self.index.text(writer) or b""
-        if b"setattr(" not in text and _ATTRIBUTE_ASSIGNMENT.search(text) is None:
-            return frozenset()
         tree = self.index.parsed(writer)
         if tree is None:
             return frozenset()
@@ -131,6 +154,21 @@ class Runtime:
                 if target is not None:
                     found.add((target, name))
         return frozenset(found)
+
+    def _attribute_targets(self, writer: str) -> frozenset[bytes] | None:
+        """The names `writer` may assign as an attribute (`.name = `, `.name: T = `), or None
+        where it calls `setattr` (any name): found in one pass per writer, not searched for once
+        per name (a file importing N names was searched N times, N times its own size in all)."""
+        if writer not in self._targets:
+            text = self.index.text(writer) or b""
+            names: set[bytes] | None = None
+            if b"setattr(" not in text:
+                names, pos = set(), 0
+                while (m := _ATTRIBUTE_TARGET.search(text, pos)) is not None:
+                    names.add(m.group(1))
+                    pos = m.start() + 1  # (overlapping: `.a: x.b = 1` assigns `b` too)
+            self._targets[writer] = None if names is None else frozenset(names)
+        return self._targets[writer]
 
     def _alias_map(self, writer: str, tree: ast.Module) -> dict[str, str]:
         """Local name -> module, from every import statement of `writer` (a function's too)."""

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
+from contracts.engine import workers
 from contracts.engine.files import read_capped
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
@@ -57,19 +58,25 @@ class _Analysis:
         self.model, self.config, self.spec = model, config, spec
         self.packages = spec.packages_for(config.root_packages)
         self.removed = tuple(p for r in config.removed for p in r.removed)
+        self._checked: dict[str, bool] = {}
 
     def internal(self, module: str) -> bool:
         return any(is_under(module, p) for p in self.packages)
 
     def checked(self, module: str) -> bool:
         """Under `packages`, and not a removed module (`removed-module` reports those)."""
-        return self.internal(module) and not any(is_under(module, p) for p in self.removed)
+        verdict = self._checked.get(module)
+        if verdict is None:  # (asked of every statement's module: the same few hundred, often)
+            verdict = self._checked[module] = self.internal(module) and not any(
+                is_under(module, p) for p in self.removed)
+        return verdict
 
     # ---- pass 1: the text of every file
 
     def run(self) -> list[Finding]:
         from contracts.engine.bindings import ModuleIndex
         from contracts.engine.import_lines import WHOLE_FILE, StatementReader
+        from contracts.engine.runtime import text_facts
 
         model = self.model
         texts = model.texts
@@ -77,12 +84,12 @@ class _Analysis:
         reader = StatementReader(roots)
         # Read with the files where the build did it (in its workers), else here.
         read = model.statements if roots == model.statement_roots else {}
-        statements, unsure, defs = {}, {}, {}
+        statements, unsure, facts, defs = {}, {}, {}, {}
         readable = []
         for f in model.discovery.files:
             done = read.get(f.rel)
             if done is not None:
-                found, doubt, whole, defs[f.module] = done
+                found, doubt, whole, fact, defs[f.module] = done
                 doubt = WHOLE_FILE if whole else doubt
             else:
                 data = texts.get(f.rel)
@@ -92,24 +99,35 @@ class _Analysis:
                     except OSError:
                         continue  # `not-scanned` reports it
                 found, doubt = reader.read(data)
+                fact = text_facts(data)
+            if model.discovery.by_module.get(f.module) is f:
+                facts[f.module] = fact
             statements[f.module] = found
             if doubt:
                 unsure[f.module] = doubt
             readable.append(f)
         index = self.index = ModuleIndex(model.src, model.discovery, texts, statements)
-        index.defs = defs
         index.unsure = set(unsure)
-        out: list[Finding] = []
-        for f in readable:
-            doubt = unsure.get(f.module, ())
-            if doubt is WHOLE_FILE:
-                out.extend(self._exact(f, self._text(f), None))
-                continue
-            # The suspects, and the lines the text pass could not read (parsed around them).
-            lines = sorted({*self._suspect_lines(f, statements[f.module]), *doubt})
-            if lines:
-                out.extend(self._exact(f, self._text(f), lines))
-        return sorted(set(out))
+        index.defs = defs
+        if len(facts) == len(index.py):  # every module's: the tree need not be searched for them
+            index.runtime.facts = facts
+        self._unsure, self._statements = unsure, statements
+        # The files in as many processes as read them (a fork of this one, which holds the index:
+        # each file's findings are the index's answers, whichever process asks), else here.
+        jobs = model.workers if model.workers > 1 and workers.fork_is_safe() else 1
+        parts = workers.map_parts(_files_findings, self, readable, jobs)
+        return sorted({finding for part in parts for finding in part})
+
+    def file_findings(self, f) -> list[Finding]:
+        """The findings of one file of the package (after `run` built the index)."""
+        from contracts.engine.import_lines import WHOLE_FILE
+
+        doubt = self._unsure.get(f.module, ())
+        if doubt is WHOLE_FILE:
+            return self._exact(f, self._text(f), None)
+        # The suspects, and the lines the text pass could not read (parsed around them).
+        lines = sorted({*self._suspect_lines(f, self._statements[f.module]), *doubt})
+        return self._exact(f, self._text(f), lines) if lines else []
 
     def importers(self, files) -> list[Finding]:
         """The findings of `files` outside the package (after `run`, which built the index)."""
@@ -338,6 +356,11 @@ class _Analysis:
             return True
 
         return proven
+
+
+def _files_findings(analysis: _Analysis, chunks) -> list[Finding]:
+    """The findings of the files of `chunks` (`workers.map_parts` hands each process its own)."""
+    return [finding for chunk in chunks for f in chunk for finding in analysis.file_findings(f)]
 
 
 def _first_missing(index: ModuleIndex, module: str) -> str:
