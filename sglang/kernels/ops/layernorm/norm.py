@@ -125,6 +125,32 @@ def fits_one_block(hidden_size: int) -> bool:
     return 0 < hidden_size <= MAX_FUSED_SIZE
 
 
+def _launch_row_norm(kernel, input: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor) -> None:
+    """Run a one-row-per-program normalization `kernel(y, y_row_stride, x, x_row_stride, w, n_cols,
+    eps, BLOCK_SIZE)` over `input` [..., hidden] into `out`: the layout work the plain rmsnorm
+    ops share (a strided row becomes contiguous; a non-contiguous `out` gets a buffer copied back)."""
+    hidden = input.shape[-1]
+    x2d = input.reshape(-1, hidden)
+    if x2d.stride(-1) != 1:
+        x2d = x2d.contiguous()
+    y2d = out.view(-1, hidden) if out.is_contiguous() else None
+    target = y2d if y2d is not None else torch.empty(x2d.shape, dtype=out.dtype, device=out.device)
+    block_size = next_power_of_2(hidden)
+    kernel[(x2d.shape[0],)](
+        target,
+        target.stride(0),
+        x2d,
+        x2d.stride(0),
+        weight.contiguous(),
+        hidden,
+        float(eps),
+        BLOCK_SIZE=block_size,
+        num_warps=row_num_warps(block_size),
+    )
+    if y2d is None:
+        out.copy_(target.view(out.shape))
+
+
 def validate_fused_add_rmsnorm(
     input, residual, weight, eps, op: str = "fused_add_rmsnorm", *, row_limit: bool = True
 ) -> None:

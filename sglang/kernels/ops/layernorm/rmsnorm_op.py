@@ -31,8 +31,9 @@ import torch
 import triton
 import triton.language as tl
 
-from sglang.kernels.jit import next_power_of_2, row_num_warps, use_triton
+from sglang.kernels.jit import use_triton
 from sglang.kernels.ops.layernorm.norm import (
+    _launch_row_norm,
     fits_one_block,
     launch_fused_add_rmsnorm,
     validate_fused_add_rmsnorm,
@@ -151,25 +152,7 @@ def _rmsnorm_op(input: torch.Tensor, weight: torch.Tensor, eps: float, out: torc
         # No Triton on this device, or a row longer than one block: the same formula in torch.
         out.copy_(_rmsnorm_torch(input, weight, eps))
         return
-    x2d = input.reshape(-1, hidden)
-    if x2d.stride(-1) != 1:
-        x2d = x2d.contiguous()
-    y2d = out.view(-1, hidden) if out.is_contiguous() else None
-    target = y2d if y2d is not None else torch.empty(x2d.shape, dtype=out.dtype, device=out.device)
-    block_size = next_power_of_2(hidden)
-    _rmsnorm_kernel[(x2d.shape[0],)](
-        target,
-        target.stride(0),
-        x2d,
-        x2d.stride(0),
-        weight.contiguous(),
-        hidden,
-        float(eps),
-        BLOCK_SIZE=block_size,
-        num_warps=row_num_warps(block_size),
-    )
-    if y2d is None:
-        out.copy_(target.view(out.shape))
+    _launch_row_norm(_rmsnorm_kernel, input, weight, eps, out)
 
 
 @_rmsnorm_op.register_fake
