@@ -15,8 +15,8 @@ The cases are the trees of `bench_real_trees.py` and more, each checked cold (`-
 
 `record` writes one file per case into DIR (stdout, then the exit code); `compare` runs the same
 cases and prints every case whose bytes differ, with the first differing lines, and exits 1 if any
-does. Paths in the outputs are relative to the tree (each command runs inside it), so two
-checkouts in different places compare equal. Nothing tracked is written.
+does. Paths in the outputs are relative to the tree (each command runs inside it), and the
+checkout's own path is written `$REPO`, so two checkouts in different places compare equal. Nothing tracked is written.
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ def foreign_cases(wheels: str, into: str) -> dict[str, tuple[list[str], str]]:
 def run_case(cmd: list[str], cwd: str) -> str:
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    return f"{proc.stdout}\n# exit {proc.returncode}\n"
+    # The config's own path appears in some messages: a checkout elsewhere is the same output.
+    return f"{proc.stdout.replace(REPO, '$REPO')}\n# exit {proc.returncode}\n"
 
 
 def first_difference(old: str, new: str, limit: int = 12) -> str:
