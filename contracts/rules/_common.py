@@ -1,4 +1,4 @@
-"""Helpers the rules share: positions of graph edges, chain rendering."""
+"""Helper code, not a rule: what several rules share (positions of graph edges, chain rendering)."""
 
 from __future__ import annotations
 
