@@ -256,39 +256,51 @@ class _Analysis:
                        f"({self._where(ref)}; Python raises ImportError); import it by its absolute name")
 
     def _report(self, f, rule: str, ref, module: str, names: tuple[str, ...]) -> list[Finding]:
-        index = self.index
+        """The findings of one statement's group: one for a missing module, one per missing name."""
         if rule == MODULE_RULE:
-            missing = _first_missing(index, module)
-            gone = f"`{module}` does not exist" + (
-                f" (nor does `{missing}`)" if missing != module else "")
-            candidates = self._candidates(f, module, names)
-            hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
-            shown = module + (f":{ref.attr}" if ref.kind == "string" else "")
-            new = None
-            if replacement is not None:
-                new = replacement + (f":{ref.attr}" if ref.kind == "string" else "")
-            message = f"{gone} ({self._where(ref)}); {hint}"
-            return [Finding(f.rel, ref.line, ref.col, rule, f.module, shown, message, new)]
+            return [self._module_finding(f, ref, module, names)]
+        return self._name_findings(f, ref, module, names)
+
+    def _module_finding(self, f, ref, module: str, names: tuple[str, ...]) -> Finding:
+        """`module` does not exist: where the statement's names (or the module) may have gone."""
+        missing = _first_missing(self.index, module)
+        gone = f"`{module}` does not exist" + (f" (nor does `{missing}`)" if missing != module else "")
+        candidates = self._candidates(f, module, names)
+        hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
+        shown = module + (f":{ref.attr}" if ref.kind == "string" else "")
+        new = None
+        if replacement is not None:
+            new = replacement + (f":{ref.attr}" if ref.kind == "string" else "")
+        message = f"{gone} ({self._where(ref)}); {hint}"
+        return Finding(f.rel, ref.line, ref.col, MODULE_RULE, f.module, shown, message, new)
+
+    def _name_findings(self, f, ref, module: str, names: tuple[str, ...]) -> list[Finding]:
+        """`module` binds none of `names`: one finding each, with where they (or each alone) went."""
         out = []
-        kept = names
-        candidates = self._candidates(f, module, kept)
-        hint, replacement = _unless_guarded(ref, *_hint(module, kept, candidates, self._proven(module, kept)))
-        for name in kept:
+        candidates = self._candidates(f, module, names)
+        hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
+        package = " and has no submodule of that name" if self.index.is_package(module) else ""
+        for name in names:
             if ref.kind == "string":
                 shown, new = f"{module}:{ref.attr}", (f"{replacement}:{ref.attr}" if replacement else None)
             else:
                 shown, new = f"{module}.{name}", (f"{replacement}.{name}" if replacement else None)
-            package = " and has no submodule of that name" if index.is_package(module) else ""
             said = hint
-            if len(kept) > 1 and not candidates:  # no module has them all: where is this one?
-                alone = self._candidates(f, module, (name,))
-                said = _hint(module, (name,), [])[0] if not alone else (
-                    f"{hint}; `{name}` alone: " + ", ".join(f"`{m}`" for m in alone[:MAX_LISTED])
-                    + (f" and {len(alone) - MAX_LISTED} more" if len(alone) > MAX_LISTED else ""))
+            if len(names) > 1 and not candidates:  # no module has them all: where is this one?
+                said = self._alone(f, module, name, hint)
             message = (f"`{module}` has no name `{name}` ({self._where(ref)}): it does not define, "
                        f"import or re-export it{package}; {said}")
-            out.append(Finding(f.rel, ref.line, ref.col, rule, f.module, shown, message, new))
+            out.append(Finding(f.rel, ref.line, ref.col, NAME_RULE, f.module, shown, message, new))
         return out
+
+    def _alone(self, f, module: str, name: str, hint: str) -> str:
+        """The hint for one of several names no one module defines all of: the modules that
+        define it alone."""
+        alone = self._candidates(f, module, (name,))
+        if not alone:
+            return _hint(module, (name,), [])[0]
+        return (f"{hint}; `{name}` alone: " + ", ".join(f"`{m}`" for m in alone[:MAX_LISTED])
+                + (f" and {len(alone) - MAX_LISTED} more" if len(alone) > MAX_LISTED else ""))
 
     def _candidates(self, f, module: str, names: tuple[str, ...]) -> list[str]:
         """The modules that define every one of `names` (or, with none, are named like `module`):
