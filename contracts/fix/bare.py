@@ -61,34 +61,30 @@ def bindings(tree: ast.Module) -> dict[str, int]:
     """Names the file binds (first line), other than by `import a.b` (which binds `a` to the
     same top-level package whatever `a.b` is)."""
     bound: dict[str, int] = {}
-
-    def add(name, node):
-        if name and name not in bound:
-            bound[name] = getattr(node, "lineno", 0)
-
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            add(node.id, node)
-        elif isinstance(node, ast.arg):
-            add(node.arg, node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(node.name, node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.asname:
-                    add(alias.asname, node)
-                elif isinstance(node, ast.ImportFrom) and alias.name != "*":
-                    add(alias.name, node)
-        elif isinstance(node, ast.ExceptHandler):
-            add(node.name, node)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
-            add(node.name, node)
-        elif isinstance(node, ast.MatchMapping):
-            add(node.rest, node)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                add(name, node)
+        for name in _bound_by(node):
+            if name and name not in bound:
+                bound[name] = getattr(node, "lineno", 0)
     return bound
+
+
+def _bound_by(node: ast.AST):
+    """The names `node` itself binds (None where a pattern or handler binds none)."""
+    if isinstance(node, ast.Name):
+        return (node.id,) if isinstance(node.ctx, (ast.Store, ast.Del)) else ()
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+                         ast.MatchStar)):
+        return (node.name,)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [alias.asname if alias.asname else alias.name for alias in node.names
+                if alias.asname or (isinstance(node, ast.ImportFrom) and alias.name != "*")]
+    if isinstance(node, ast.MatchMapping):
+        return (node.rest,)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return node.names
+    return ()
 
 
 def bare_import_verdicts(survey: Survey, bound: dict[str, int], fixable: dict[Key, Finding],
@@ -105,11 +101,7 @@ def bare_import_verdicts(survey: Survey, bound: dict[str, int], fixable: dict[Ke
     imports (`a.other`: it worked only because some import loaded it), and, when the new path
     starts with another name, when `a` is used for anything else or that name is bound.
     """
-    targets: dict[str, str] = {}
-    for key, module in survey.bare:
-        finding = fixable.get(key)
-        if finding is not None:
-            targets[module] = finding.replacement
+    targets = {module: fixable[key].replacement for key, module in survey.bare if key in fixable}
     if not targets:
         return {}, {}
     reasons: dict[str, str] = {}  # the first reason found for a module is the one given
@@ -118,13 +110,18 @@ def bare_import_verdicts(survey: Survey, bound: dict[str, int], fixable: dict[Ke
     all_bare = {m for _, m in survey.bare}
     for chain in survey.chains:
         root = root_of(chain.dotted)
-        owners = [m for m in all_bare if is_under(chain.dotted, m)]
-        owner = max(owners, key=len) if owners else None
+        owner = owner_of(chain.dotted, all_bare)
         for module, new in targets.items():
             reason = _chain_reason(chain, root, owner, module, new, survey.loaded, removed)
             if reason is not None:
                 reasons.setdefault(module, reason)
     return {m: new for m, new in targets.items() if m not in reasons}, reasons
+
+
+def owner_of(dotted: str, bare: set[str]) -> str | None:
+    """The bare-imported module a chain belongs to: the longest of `bare` it starts with."""
+    owners = [m for m in bare if is_under(dotted, m)]
+    return max(owners, key=len) if owners else None
 
 
 def _binding_reasons(targets: dict[str, str], bound: dict[str, int]):

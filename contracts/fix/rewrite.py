@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from contracts.engine.resolve import is_under, resolve_relative
+from contracts.engine.resolve import resolve_relative
 from contracts.findings import Finding
-from contracts.fix.bare import Survey
+from contracts.fix.bare import Survey, owner_of
 from contracts.fix.syntax import Key, Positions, dotted_name, parse_dotted
 from contracts.fix.verify import Verifier
 
@@ -34,8 +34,7 @@ class Rewriter(cst.CSTTransformer):
         self._chain_sites: dict[int, str] = {}
         all_bare = {m for _, m in survey.bare} if survey else set()
         for chain in survey.chains if survey else ():
-            owners = [m for m in all_bare if is_under(chain.dotted, m)]
-            owner = max(owners, key=len) if owners else None
+            owner = owner_of(chain.dotted, all_bare)
             if owner in self.bare_ok:
                 node = chain.nodes[chain.dotted.count(".") - owner.count(".")]
                 self._chain_sites[id(node)] = self.bare_ok[owner]
