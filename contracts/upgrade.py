@@ -70,7 +70,7 @@ def tree_label(package: str, spec: str, directory: str) -> str:
 def installed_tree(package: str) -> tuple[str, str] | None:
     """(the directory that holds the installed PACKAGE, its label), read from the distribution's
     file list (`importlib.metadata`: nothing is imported), or None when it is not installed."""
-    from importlib import metadata
+    from importlib import metadata  # (~10 ms to import: read only by `upgrade` without --from)
 
     for dist in metadata.distributions():
         files = dist.files or ()
@@ -97,6 +97,12 @@ class Release:
         found = discover(self.directory, (package,))
         self.index = ModuleIndex(self.directory, found)
         self.index.unsure = set(found.by_module)  # settle every module from its whole `ast`
+
+
+def _under(findings: list[Finding], src: str, paths: list[str]) -> list[Finding]:
+    """The findings in `paths` (files or directories, relative to the working directory)."""
+    wanted = {os.path.relpath(os.path.abspath(p), src).replace(os.sep, "/") for p in paths}
+    return [f for f in findings if any(f.path == w or f.path.startswith(w + "/") or w == "." for w in wanted)]
 
 
 class Upgrade:
@@ -143,11 +149,7 @@ class Upgrade:
         self._derive_for({m for _, _, refs in scanned for r in refs for m in _modules_of(r)
                           if not self.to.index.exists(m)})
         findings = sorted({f for rel, module, refs in scanned for f in self._file(rel, module, refs)})
-        if paths:
-            wanted = {os.path.relpath(os.path.abspath(p), src).replace(os.sep, "/") for p in paths}
-            findings = [f for f in findings if any(f.path == w or f.path.startswith(w + "/") or w == "."
-                                                   for w in wanted)]
-        return findings, len(files)
+        return (_under(findings, src, paths) if paths else findings), len(files)
 
     def _read(self, path: str, rel: str, module: str, is_package: bool) -> tuple[str, str, list] | None:
         """(rel, module, the file's references to PACKAGE), or None when it has none (or cannot be
@@ -167,21 +169,15 @@ class Upgrade:
         return rel, module, refs + self._attribute_uses(data, refs)
 
     def _file(self, rel: str, module: str, refs) -> list[Finding]:
+        """One file's findings: its string targets and alias attributes as they come, then one
+        finding per statement that imports a missing module or names its module lacks."""
         out: list[Finding] = []
         groups: dict[tuple, list] = {}  # one statement's missing names, reported together
         for ref in refs:
             if ref.guarded or not is_under(ref.imported, self.package):
                 continue  # optional by intent (`except ImportError`), or not PACKAGE's
-            if ref.kind == "from":
-                if not self.to.index.exists(ref.imported):
-                    groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
-                    if ref.name and ref.name != "*":
-                        groups[MODULE_RULE, ref.line, ref.col, ref.imported].append(ref.name)
-                elif ref.name and ref.name != "*" and self.to.index.binds(ref.imported, ref.name) is False:
-                    groups.setdefault((NAME_RULE, ref.line, ref.col, ref.imported), [ref]).append(ref.name)
-            elif ref.kind in ("import", "importlib"):
-                if not self.to.index.exists(ref.imported):
-                    groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
+            if ref.kind in ("from", "import", "importlib"):
+                self._group(ref, groups)
             elif ref.kind == "string":
                 out.extend(self._string(rel, module, ref))
             elif ref.kind == "attribute" and self.to.index.exists(ref.imported) \
@@ -194,6 +190,18 @@ class Upgrade:
             else:
                 out.extend(self._missing_names(rel, module, ref, imported, names))
         return out
+
+    def _group(self, ref, groups: dict[tuple, list]) -> None:
+        """Add an import statement's `ref` to its group when the `--to` release lacks its module
+        (its names go with it, for the hint) or the name it imports."""
+        index = self.to.index
+        named = ref.kind == "from" and bool(ref.name) and ref.name != "*"
+        if not index.exists(ref.imported):
+            group = groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
+            if named:
+                group.append(ref.name)
+        elif named and index.binds(ref.imported, ref.name) is False:
+            groups.setdefault((NAME_RULE, ref.line, ref.col, ref.imported), [ref]).append(ref.name)
 
     # ---- `import pkg.mod as m; m.X`: the names used through a module alias
 

@@ -88,6 +88,26 @@ def _bare(name: str) -> str:
     return name.strip("_") or name
 
 
+def _too_few(mine: dict[str, Definition], shared) -> bool:
+    """Is what a content candidate shares with the module too little to list it: fewer than
+    `MIN_SHARED` definitions that are not plain values (a plain value, `N = 36`, shared by chance
+    is no evidence: `names.py`), unless the module's only definition is the same there?"""
+    evidence = [n for n, s in shared if not plain_value(mine[n])]
+    return len(evidence) < MIN_SHARED and not (len(mine) == 1 and evidence and shared[0][1] == 1.0)
+
+
+def _best(eligible: list, named: dict) -> list:
+    """The candidates within `TIE_MARGIN` of the best score; of a tie, the one named like the
+    module when it is the only such."""
+    top = eligible[0][1].score
+    tied = [(c, e) for c, e in eligible if e.score >= top - TIE_MARGIN]
+    if len(tied) > 1:
+        by_name = [(c, e) for c, e in tied if c in named]
+        if len(by_name) == 1:
+            return by_name
+    return tied
+
+
 class _Matcher:
     def __init__(self, old: TreeIndex, new: TreeIndex, prefixes: tuple[str, ...]) -> None:
         self.old, self.new, self.prefixes = old, new, frozenset(prefixes)
@@ -123,10 +143,7 @@ class _Matcher:
     def evidence(self, module: str, c: str, how: str, mine, children) -> Evidence | None:
         """How far candidate `c` holds `module`'s code (None: a content candidate too weak to list)."""
         s, shared = score(mine, _own(self.new.definitions(c))) if mine else (0.0, ())
-        # (a plain value, `N = 36`, shared by chance is no evidence: `names.py`)
-        evidence = [n for n, s in shared if not plain_value(mine[n])]
-        if how == "content" and len(evidence) < MIN_SHARED and not (
-                len(mine) == 1 and evidence and shared[0][1] == 1.0):
+        if how == "content" and _too_few(mine, shared):
             return None
         best = Evidence(how, s, shared)
         if module in self.old.compiled and c in self.new.compiled:
@@ -174,12 +191,7 @@ class _Matcher:
         if not eligible:
             result.unmatched[module] = self._why_unmatched(module, mine, ranked, bool(children))
             return
-        top = eligible[0][1].score
-        tied = [(c, e) for c, e in eligible if e.score >= top - TIE_MARGIN]
-        if len(tied) > 1:
-            by_name = [(c, e) for c, e in tied if c in named]
-            if len(by_name) == 1:
-                tied = by_name
+        tied = _best(eligible, named)
         if len(tied) == 1:
             result.mapped[module] = tied[0][0]
             result.evidence[module] = tied[0][1]

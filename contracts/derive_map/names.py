@@ -13,9 +13,8 @@ module of the tree (followed to the definition) --
   `TIE_MARGIN`) is listed, never guessed. The result is a line `M:N -> new.module:N`.
 - a plain value (`N = 36`, `_STATE: Optional[_State] = None`, `N = {}`) is the same definition
   only in a module that holds other code of the defining module (where it moved, or a candidate
-  the module matcher scored): the same literal elsewhere is a coincidence (sglang 0.5.19's
-  `kimi_k3.gemm_ar` and 0.5.22's `k3_sp_collective` each have their own `_STATE = None`, for
-  different state).
+  the module matcher scored): the same literal elsewhere is a coincidence (two unrelated modules
+  may each have their own `_STATE = None`, for different state).
 
 Names imported from outside the tree (`from typing import Optional`) are not mapped: they were
 never the moved code.
@@ -67,41 +66,22 @@ def _same_here(new: TreeIndex, module: str, name: str, definition: Definition, t
 
 
 def place_name(result: Derived, new: TreeIndex, prefix: Collection[str], module: str, name: str, home: str,
-           definition: Definition, threshold: float, margin: float) -> None:
+               definition: Definition, threshold: float, margin: float) -> None:
+    """Record in `result` where `name` of `module` (defined in `home` as `definition`) went: the
+    module of `new` outside `prefix` with the same definition -- the one `home` moved to, else
+    the best -- or why none is (unmatched), or the tie (ambiguous)."""
     key = (module, name)
-    candidates = []
-    for m, d in new.definitions_of(definition.name):
-        if is_under_any(m, prefix):
-            continue
-        s = same_definition(definition, d, threshold, SAME_SIGNATURE)
-        if s:
-            candidates.append((m, s))
-    candidates.sort(key=lambda x: (-x[1], x[0]))
+    candidates = _same_definitions(new, prefix, definition, threshold)
     if not candidates:
-        near = [m for m, _ in new.definitions_of(definition.name) if not is_under_any(m, prefix)]
-        target = result.effective(module)
-        if target is not None and new.binds(target, name):
-            result.names_unmatched[key] = (f"`{target}` still has a `{name}`, but not the same definition "
-                                           f"(its body or parameters changed): check its callers")
-        elif near:
-            result.names_unmatched[key] = (f"`{definition.name}` is defined in "
-                                           f"{', '.join(f'`{m}`' for m in near[:3])}, but with another body")
-        else:
-            result.names_unmatched[key] = f"no module of the after tree defines `{definition.name}`"
+        result.names_unmatched[key] = _why_none(result, new, prefix, module, name, definition)
         return
     # The module the defining module moved to wins; then the best; then a tie is listed.
     moved_home = result.mapped.get(home) or result.effective(home)
     if plain_value(definition):
-        # Only where its module's code went: the module it moved to, or a candidate the module
-        # matcher scored (same or folded name, or several same definitions).
-        related = {moved_home} | {c for c, s in result.scores.get(home, ()) if s > 0}
-        if not any(m in related for m, _ in candidates):
-            shown = ", ".join(f"`{m}`" for m, _ in candidates[:3])
-            result.names_unmatched[key] = (
-                f"{shown} define{'s' if len(candidates) == 1 else ''} the same plain value (`{definition.lines[0]}`), "
-                f"but none holds other code of `{home}`: no evidence that `{definition.name}` went there")
+        candidates, why = _where_its_code_went(result, home, moved_home, definition, candidates)
+        if why is not None:
+            result.names_unmatched[key] = why
             return
-        candidates = [(m, s) for m, s in candidates if m in related]
     pick = next(((m, s) for m, s in candidates if m == moved_home), None)
     if pick is None:
         tied = [(m, s) for m, s in candidates if s >= candidates[0][1] - margin]
@@ -111,3 +91,46 @@ def place_name(result: Derived, new: TreeIndex, prefix: Collection[str], module:
         pick = candidates[0]
     result.names[key] = (pick[0], definition.name)
     result.name_evidence[key] = Evidence("definition", pick[1], ((definition.name, pick[1]),))
+
+
+def _where_its_code_went(result: Derived, home: str, moved_home: str | None, definition: Definition,
+                         candidates: list) -> tuple[list, str | None]:
+    """The candidates for a plain value (`N = 36`): only where its module's code went -- the
+    module it moved to, or a candidate the module matcher scored (same or folded name, or
+    several same definitions) -- the same literal elsewhere being a coincidence; with none, why."""
+    related = {moved_home} | {c for c, s in result.scores.get(home, ()) if s > 0}
+    if not any(m in related for m, _ in candidates):
+        shown = ", ".join(f"`{m}`" for m, _ in candidates[:3])
+        return [], (f"{shown} define{'s' if len(candidates) == 1 else ''} the same plain value "
+                    f"(`{definition.lines[0]}`), but none holds other code of `{home}`: no evidence that "
+                    f"`{definition.name}` went there")
+    return [(m, s) for m, s in candidates if m in related], None
+
+
+def _same_definitions(new: TreeIndex, prefix: Collection[str], definition: Definition,
+                      threshold: float) -> list[tuple[str, float]]:
+    """(module, similarity) of each module of `new` outside `prefix` that defines the same
+    `definition`, best first (then by name)."""
+    candidates = []
+    for m, d in new.definitions_of(definition.name):
+        if is_under_any(m, prefix):
+            continue
+        s = same_definition(definition, d, threshold, SAME_SIGNATURE)
+        if s:
+            candidates.append((m, s))
+    candidates.sort(key=lambda x: (-x[1], x[0]))
+    return candidates
+
+
+def _why_none(result: Derived, new: TreeIndex, prefix: Collection[str], module: str, name: str,
+              definition: Definition) -> str:
+    """Why no module of `new` has `name`'s definition: where the module went it changed, it is
+    defined elsewhere with another body, or nowhere."""
+    near = [m for m, _ in new.definitions_of(definition.name) if not is_under_any(m, prefix)]
+    target = result.effective(module)
+    if target is not None and new.binds(target, name):
+        return (f"`{target}` still has a `{name}`, but not the same definition "
+                f"(its body or parameters changed): check its callers")
+    if near:
+        return f"`{definition.name}` is defined in {', '.join(f'`{m}`' for m in near[:3])}, but with another body"
+    return f"no module of the after tree defines `{definition.name}`"

@@ -59,41 +59,9 @@ def summary(result: Derived) -> str:
 
 
 def to_json(result: Derived, command: dict) -> str:
-    modules = []
-    for m in result.modules:
-        entry: dict = {"module": m}
-        if m in result.mapped:
-            entry.update(status="withheld" if m in result.withheld else "mapped", target=result.mapped[m])
-            if m in result.evidence:
-                entry.update(result.evidence[m].to_json())
-            if m in result.withheld:
-                entry["reason"] = result.withheld[m]
-        elif m in result.ambiguous:
-            entry.update(status="ambiguous", reason="candidates tie")
-        elif m in result.unmatched:
-            entry.update(status="unmatched", reason=result.unmatched[m])
-        elif result.effective(m) is not None:
-            entry.update(status="covered", target=result.effective(m), reason="the line of a package above it")
-        else:
-            entry.update(status="no line", target=None,
-                         reason="matched nothing itself; the modules under it have lines of their own")
-        entry["candidates"] = [{"module": c, "score": round(s, 3)} for c, s in result.scores.get(m, [])] or [
-            {"module": c, "score": None} for c in result.ambiguous.get(m, [])]
-        modules.append(entry)
-    names = []
-    for key in sorted(set(result.names) | set(result.names_unmatched) | set(result.names_ambiguous)):
-        module, name = key
-        entry = {"module": module, "name": name}
-        if key in result.names:
-            target, new_name = result.names[key]
-            entry.update(status="mapped", target=target, target_name=new_name,
-                         **result.name_evidence[key].to_json())
-        elif key in result.names_ambiguous:
-            entry.update(status="ambiguous", candidates=[{"module": c, "score": round(s, 3)}
-                                                         for c, s in result.names_ambiguous[key]])
-        else:
-            entry.update(status="unmatched", reason=result.names_unmatched[key])
-        names.append(entry)
+    modules = [_module_entry(result, m) for m in result.modules]
+    names = [_name_entry(result, key)
+             for key in sorted(set(result.names) | set(result.names_unmatched) | set(result.names_ambiguous))]
     data = {
         "command": command,
         "thresholds": {"same_definition": SAME_DEFINITION, "same_signature": SAME_SIGNATURE,
@@ -107,3 +75,42 @@ def to_json(result: Derived, command: dict) -> str:
         "complete": result.complete(),
     }
     return json.dumps(data, indent=2, sort_keys=False)
+
+
+def _module_entry(result: Derived, m: str) -> dict:
+    """One module's object in the JSON: its status, target, evidence or reason, candidates."""
+    entry: dict = {"module": m}
+    if m in result.mapped:
+        entry.update(status="withheld" if m in result.withheld else "mapped", target=result.mapped[m])
+        if m in result.evidence:
+            entry.update(result.evidence[m].to_json())
+        if m in result.withheld:
+            entry["reason"] = result.withheld[m]
+    elif m in result.ambiguous:
+        entry.update(status="ambiguous", reason="candidates tie")
+    elif m in result.unmatched:
+        entry.update(status="unmatched", reason=result.unmatched[m])
+    elif result.effective(m) is not None:
+        entry.update(status="covered", target=result.effective(m), reason="the line of a package above it")
+    else:
+        entry.update(status="no line", target=None,
+                     reason="matched nothing itself; the modules under it have lines of their own")
+    entry["candidates"] = [{"module": c, "score": round(s, 3)} for c, s in result.scores.get(m, [])] or [
+        {"module": c, "score": None} for c in result.ambiguous.get(m, [])]
+    return entry
+
+
+def _name_entry(result: Derived, key: tuple[str, str]) -> dict:
+    """One name's object in the JSON: mapped (with its evidence), ambiguous or unmatched."""
+    module, name = key
+    entry = {"module": module, "name": name}
+    if key in result.names:
+        target, new_name = result.names[key]
+        entry.update(status="mapped", target=target, target_name=new_name,
+                     **result.name_evidence[key].to_json())
+    elif key in result.names_ambiguous:
+        entry.update(status="ambiguous", candidates=[{"module": c, "score": round(s, 3)}
+                                                     for c, s in result.names_ambiguous[key]])
+    else:
+        entry.update(status="unmatched", reason=result.names_unmatched[key])
+    return entry

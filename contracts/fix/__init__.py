@@ -22,10 +22,12 @@ What is rewritten, and how:
 
 A file is written only when it has a fixable finding, only after the new text compiles, and
 atomically (a temporary file in the same directory, then `os.replace`), with the same
+permission bits.
 
 The package, in the order a fix runs: `apply` (over a run's findings: read, fix, write) ->
-`source` (one file) -> `pieces` (which statements to parse), `bare` (the survey of bare imports),
-`rewrite` (the LibCST pass) -> `syntax` (shared helpers).
+`source` (one file) -> `pieces` (which statements to parse), `rewrite` (the LibCST pass) ->
+`bare` (the survey of bare imports) -> `syntax` (shared helpers), `verify` (`--verify-against`),
+`write` (which files may be read and written, and how), `linediff` (the diffs).
 """
 
 from contracts.fix.apply import RULE_ID, FixRun, apply_fixes, fix_findings, line_edits, write_atomic

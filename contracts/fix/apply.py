@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from contracts.config_source import shown as printable
 from contracts.engine.files import atomic_write
+from contracts.engine.importers import Layout, importer_files
 from contracts.engine.scan import decode_declared
 from contracts.findings import Finding, shown_path
 from contracts.fix.linediff import opcodes, unified_diff
@@ -86,73 +87,104 @@ def fix_findings(cfg, src: str, result, write: bool, out=None, notes=None, diff:
     out = out if out is not None else sys.stdout
     if notes is None:
         notes = out if write else sys.stderr
-    run = FixRun()
-    removed = tuple(p for spec in cfg.removed for p in spec.removed)
     # No target given: the checked tree itself is one (its own packages' rewrites must resolve).
     verifier, verify_against = given_verifier(cfg, src, verify_against)
-    targets = name_targets(cfg)
-    # A missing module is, for the rewrite, a removed one: chains through it are its uses.
-    removed += tuple(sorted({f.imported.partition(":")[0] for f in result.findings if f.rule == "missing-module"}))
-    by_path: dict[str, list[Finding]] = {}
-    for f in result.findings:
-        if f.rule in FIXED_RULES:
-            by_path.setdefault(f.path, []).append(f)
-    left = run.left
+    fixer = _Fixer(cfg, src, result, write, out, notes, diff, verifier, named)
+    by_path = _by_path(result.findings)
     seen: set[str] = set()
-    allowed, refused = writable_roots(src, cfg.root_packages, _importer_files(cfg, src, named))
     for rel in sorted(by_path):
         path = os.path.join(src, *rel.split("/"))
         if os.path.realpath(path) in seen:
             continue  # a link to a file fixed under its own name (both were named)
         seen.add(os.path.realpath(path))
-        shown = shown_path(rel, src)  # what the output names: relative to cwd (see findings.py)
-        label = printable(shown)  # in the notes, control characters escaped (the diff header is _diff's)
-        is_package = rel.rsplit("/", 1)[-1] == "__init__.py"
-        findings = sorted(by_path[rel])
+        fixer.fix_file(rel, path, sorted(by_path[rel]))
+    run = fixer.run
+    if notes:
+        verb = "Fixed" if write else "Would fix"
+        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}"
+              f"{_checked(verifier, verify_against)}; {_plural(len(run.left), 'finding')} not auto-fixable.",
+              file=notes)
+    return run
+
+
+def _by_path(findings: list[Finding]) -> dict[str, list[Finding]]:
+    """The findings `--fix` works on (`FIXED_RULES`), by file."""
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.rule in FIXED_RULES:
+            by_path.setdefault(f.path, []).append(f)
+    return by_path
+
+
+class _Fixer:
+    """What every file of one `fix_findings` run shares: the removed prefixes, the name targets,
+    the verifier, the writable roots, where notes go, and the `FixRun` being filled."""
+
+    def __init__(self, cfg, src: str, result, write: bool, out, notes, diff: bool, verifier, named) -> None:
+        self.src, self.write, self.out, self.notes, self.diff, self.verifier = src, write, out, notes, diff, verifier
+        self.run = FixRun()
+        removed = tuple(p for spec in cfg.removed for p in spec.removed)
+        # A missing module is, for the rewrite, a removed one: chains through it are its uses.
+        self.removed = removed + tuple(sorted({f.imported.partition(":")[0] for f in result.findings
+                                               if f.rule == "missing-module"}))
+        self.targets = name_targets(cfg)
+        self.allowed, self.refused = writable_roots(src, cfg.root_packages, _importer_files(cfg, src, named))
+
+    def fix_file(self, rel: str, path: str, findings: list[Finding]) -> None:
+        """Read one file, fix or diff it, write it back (when writing), and say what happened."""
+        shown = shown_path(rel, self.src)  # what the output names: relative to cwd (see findings.py)
         try:
-            snap = open_for_fix(path, allowed, refused)
+            snap = open_for_fix(path, self.allowed, self.refused)
         except OSError as e:
-            reason = str(e) if isinstance(e, Refused) else f"cannot read the file: {e.strerror or e}"
-            left.extend((f, reason) for f in findings)
-            if notes:
-                for f in findings:
-                    print(f"{shown}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=notes)
-            continue
+            self._unreadable(shown, findings, e)
+            return
         data = snap.data
         try:
-            outcome = fix_source(data, findings[0].importer, is_package, findings, removed, path,
-                                 names=targets, verifier=verifier)
-            if outcome.new is not None and write:
-                try:
-                    replace(snap, outcome.new)
-                except Refused as e:
-                    outcome.unfixable = [(f, str(e)) for f in outcome.fixed] + outcome.unfixable
-                    outcome.fixed = []
-                except OSError as e:
-                    reason = f"cannot write the file ({e.strerror or e}); left unchanged"
-                    outcome.unfixable = [(f, reason) for f in outcome.fixed] + outcome.unfixable
-                    outcome.fixed = []
+            is_package = rel.rsplit("/", 1)[-1] == "__init__.py"
+            outcome = fix_source(data, findings[0].importer, is_package, findings, self.removed, path,
+                                 names=self.targets, verifier=self.verifier)
+            if outcome.new is not None and self.write:
+                _write(snap, outcome)
         finally:
             snap.close()
-        if outcome.new is not None and not write:
-            run.edits[rel] = (data, outcome.new)
-            if diff:
-                out.write(_diff(shown, data, outcome.new))
+        if outcome.new is not None and not self.write:
+            self.run.edits[rel] = (data, outcome.new)
+            if self.diff:
+                self.out.write(_diff(shown, data, outcome.new))
+        self._account(shown, outcome)
+
+    def _unreadable(self, shown: str, findings: list[Finding], e: OSError) -> None:
+        """A file that cannot be opened for fixing: each of its findings is left, with why."""
+        reason = str(e) if isinstance(e, Refused) else f"cannot read the file: {e.strerror or e}"
+        self.run.left.extend((f, reason) for f in findings)
+        if self.notes:
+            for f in findings:
+                print(f"{shown}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {reason}", file=self.notes)
+
+    def _account(self, shown: str, outcome) -> None:
+        """One file's outcome into the run, and its note lines."""
+        run, notes = self.run, self.notes
+        label = printable(shown)  # in the notes, control characters escaped (the diff header is _diff's)
         if outcome.fixed:
             run.fixed.extend(outcome.fixed)
             run.files += 1
             if notes:
-                print(f"{label}: {'fixed' if write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
+                print(f"{label}: {'fixed' if self.write else 'would fix'} {_plural(len(outcome.fixed), 'import')}",
                       file=notes)
         if notes:
             for f, reason in sorted(outcome.unfixable):
                 print(f"{label}:{f.line}:{f.col}: not auto-fixable: `{f.imported}`: {printable(reason)}", file=notes)
-        left.extend(outcome.unfixable)
-    if notes:
-        verb = "Fixed" if write else "Would fix"
-        print(f"{verb} {_plural(len(run.fixed), 'import')} in {_plural(run.files, 'file')}"
-              f"{_checked(verifier, verify_against)}; {_plural(len(left), 'finding')} not auto-fixable.", file=notes)
-    return run
+        run.left.extend(outcome.unfixable)
+
+
+def _write(snap, outcome) -> None:
+    """Replace the file with `outcome.new`; when that fails, its fixed findings are left, with why."""
+    try:
+        replace(snap, outcome.new)
+    except Refused as e:
+        outcome.take_back(str(e))
+    except OSError as e:
+        outcome.take_back(f"cannot write the file ({e.strerror or e}); left unchanged")
 
 
 def _checked(verifier, label: str | None) -> str:
@@ -174,8 +206,6 @@ def _importer_files(cfg, src: str, named) -> list[str]:
     the `.py` files named on the command line."""
     files = [os.path.abspath(p) for p in named or () if p.endswith(".py") and os.path.isfile(p)]
     if getattr(cfg, "importer_paths", ()):
-        from contracts.engine.importers import Layout, importer_files
-
         inside = [os.path.join(src, r) for r in cfg.root_packages]
         files += importer_files(Layout(cfg.base, tuple(cfg.exclude), tuple(cfg.importer_paths)), inside)[0]
     return files

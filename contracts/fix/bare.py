@@ -61,34 +61,30 @@ def bindings(tree: ast.Module) -> dict[str, int]:
     """Names the file binds (first line), other than by `import a.b` (which binds `a` to the
     same top-level package whatever `a.b` is)."""
     bound: dict[str, int] = {}
-
-    def add(name, node):
-        if name and name not in bound:
-            bound[name] = getattr(node, "lineno", 0)
-
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            add(node.id, node)
-        elif isinstance(node, ast.arg):
-            add(node.arg, node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(node.name, node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.asname:
-                    add(alias.asname, node)
-                elif isinstance(node, ast.ImportFrom) and alias.name != "*":
-                    add(alias.name, node)
-        elif isinstance(node, ast.ExceptHandler):
-            add(node.name, node)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
-            add(node.name, node)
-        elif isinstance(node, ast.MatchMapping):
-            add(node.rest, node)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                add(name, node)
+        for name in _bound_by(node):
+            if name and name not in bound:
+                bound[name] = getattr(node, "lineno", 0)
     return bound
+
+
+def _bound_by(node: ast.AST):
+    """The names `node` itself binds (None where a pattern or handler binds none)."""
+    if isinstance(node, ast.Name):
+        return (node.id,) if isinstance(node.ctx, (ast.Store, ast.Del)) else ()
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+                         ast.MatchStar)):
+        return (node.name,)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [alias.asname if alias.asname else alias.name for alias in node.names
+                if alias.asname or (isinstance(node, ast.ImportFrom) and alias.name != "*")]
+    if isinstance(node, ast.MatchMapping):
+        return (node.rest,)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return node.names
+    return ()
 
 
 def bare_import_verdicts(survey: Survey, bound: dict[str, int], fixable: dict[Key, Finding],
@@ -105,49 +101,64 @@ def bare_import_verdicts(survey: Survey, bound: dict[str, int], fixable: dict[Ke
     imports (`a.other`: it worked only because some import loaded it), and, when the new path
     starts with another name, when `a` is used for anything else or that name is bound.
     """
-    targets: dict[str, str] = {}
-    for key, module in survey.bare:
-        finding = fixable.get(key)
-        if finding is not None:
-            targets[module] = finding.replacement
+    targets = {module: fixable[key].replacement for key, module in survey.bare if key in fixable}
     if not targets:
         return {}, {}
-    all_bare = {m for _, m in survey.bare}
-    reasons: dict[str, str] = {}
-
-    def refuse(module: str, reason: str) -> None:
+    reasons: dict[str, str] = {}  # the first reason found for a module is the one given
+    for module, reason in _binding_reasons(targets, bound):
         reasons.setdefault(module, reason)
+    all_bare = {m for _, m in survey.bare}
+    for chain in survey.chains:
+        root = root_of(chain.dotted)
+        owner = owner_of(chain.dotted, all_bare)
+        for module, new in targets.items():
+            reason = _chain_reason(chain, root, owner, module, new, survey.loaded, removed)
+            if reason is not None:
+                reasons.setdefault(module, reason)
+    return {m: new for m, new in targets.items() if m not in reasons}, reasons
 
+
+def owner_of(dotted: str, bare: set[str]) -> str | None:
+    """The bare-imported module a chain belongs to: the longest of `bare` it starts with."""
+    owners = [m for m in bare if is_under(dotted, m)]
+    return max(owners, key=len) if owners else None
+
+
+def _binding_reasons(targets: dict[str, str], bound: dict[str, int]):
+    """(module, reason) for each bare import whose old or new first name the file binds some
+    other way: a chain starting with that name may not mean the module."""
     for module, new in targets.items():
         old_root, new_root = root_of(module), root_of(new)
         if old_root in bound:
-            refuse(module, f"`{old_root}` is also bound at line {bound[old_root]}, so a "
+            yield module, (f"`{old_root}` is also bound at line {bound[old_root]}, so a "
                            f"`{module}.…` chain may not mean the module")
         if new_root != old_root and new_root in bound:
-            refuse(module, f"the new path starts with `{new_root}`, which this file binds at line "
+            yield module, (f"the new path starts with `{new_root}`, which this file binds at line "
                            f"{bound[new_root]}")
-    for chain in survey.chains:
-        root = root_of(chain.dotted)
-        owners = [m for m in all_bare if is_under(chain.dotted, m)]
-        owner = max(owners, key=len) if owners else None
-        for module, new in targets.items():
-            if root_of(module) != root:
-                continue
-            if owner == module:
-                if chain.dotted == module and chain.context in (ExpressionContext.STORE, ExpressionContext.DEL):
-                    refuse(module, f"line {chain.line} assigns to or deletes `{module}`")
-                continue
-            if owner is not None:
-                continue  # a chain of another bare import: that finding's business
-            if any(is_under(chain.dotted, p) for p in removed):
-                refuse(module, f"`{chain.dotted}` (line {chain.line}) reaches the removed path, "
-                               f"but not through a module this file imports")
-            elif root_of(new) != root:
-                refuse(module, f"`{chain.dotted}` (line {chain.line}) uses `{root}`, which the "
-                               f"rewritten import (`{new}`) would no longer bind")
-            elif chain.dotted != root and not any(
-                    is_under(chain.dotted, m) or is_under(m, chain.dotted) for m in survey.loaded
-                    if not any(is_under(m, p) for p in removed)):
-                refuse(module, f"`{chain.dotted}` (line {chain.line}) uses the name `{root}` this "
-                               f"import binds, through a module this file does not import")
-    return {m: new for m, new in targets.items() if m not in reasons}, reasons
+
+
+def _chain_reason(chain: Chain, root: str, owner: str | None, module: str, new: str, loaded: set[str],
+                  removed: tuple[str, ...]) -> str | None:
+    """Why `chain` (whose longest bare-imported module is `owner`) forbids rewriting `import
+    module` to `new`, or None: it assigns the module itself, reaches the removed path around an
+    imported module, uses the first name the new import would no longer bind, or reaches a
+    module this file never imports."""
+    if root_of(module) != root:
+        return None
+    if owner == module:
+        if chain.dotted == module and chain.context in (ExpressionContext.STORE, ExpressionContext.DEL):
+            return f"line {chain.line} assigns to or deletes `{module}`"
+        return None
+    if owner is not None:
+        return None  # a chain of another bare import: that finding's business
+    if any(is_under(chain.dotted, p) for p in removed):
+        return (f"`{chain.dotted}` (line {chain.line}) reaches the removed path, "
+                f"but not through a module this file imports")
+    if root_of(new) != root:
+        return (f"`{chain.dotted}` (line {chain.line}) uses `{root}`, which the "
+                f"rewritten import (`{new}`) would no longer bind")
+    if chain.dotted != root and not any(is_under(chain.dotted, m) or is_under(m, chain.dotted) for m in loaded
+                                        if not any(is_under(m, p) for p in removed)):
+        return (f"`{chain.dotted}` (line {chain.line}) uses the name `{root}` this "
+                f"import binds, through a module this file does not import")
+    return None

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from contracts.engine.resolve import is_under, resolve_relative
+from contracts.engine.resolve import resolve_relative
 from contracts.findings import Finding
-from contracts.fix.bare import Survey
+from contracts.fix.bare import Survey, owner_of
 from contracts.fix.syntax import Key, Positions, dotted_name, parse_dotted
 from contracts.fix.verify import Verifier
 
@@ -34,8 +34,7 @@ class Rewriter(cst.CSTTransformer):
         self._chain_sites: dict[int, str] = {}
         all_bare = {m for _, m in survey.bare} if survey else set()
         for chain in survey.chains if survey else ():
-            owners = [m for m in all_bare if is_under(chain.dotted, m)]
-            owner = max(owners, key=len) if owners else None
+            owner = owner_of(chain.dotted, all_bare)
             if owner in self.bare_ok:
                 node = chain.nodes[chain.dotted.count(".") - owner.count(".")]
                 self._chain_sites[id(node)] = self.bare_ok[owner]
@@ -103,68 +102,57 @@ class Rewriter(cst.CSTTransformer):
         aliases = [None] if star else list(original.names)
         # (target, key, original index, alias node) per name, in order. A target is a module to
         # import from, ("import", module, bound name) for a top-level module, or None (as it was).
-        placed: list[tuple[object, Key | None, int, object]] = []
-        for index, alias in enumerate(aliases):
-            name = None if alias is None else alias.name.value
-            sub_key = self.pos.key(original, f"{base}.{name}") if name else None
-            base_key = self.pos.key(original, base)
-            if sub_key is not None and (sub_key in self.fixable or sub_key in self.known):
-                key = sub_key
-            else:
-                key = base_key
-            finding = self.fixable.get(key)
-            if finding is None:
-                placed.append((None, None, index, alias))
-                continue
-            new = finding.replacement
-            if key == base_key:
-                # Per-name lines are the removed-module contract's; a missing-module finding's
-                # replacement defines every name the statement imports.
-                per_name = self.names is not None and not star and finding.rule == "removed-module"
-                target = self.names(base, name) if per_name else (new, name)
-                if target is None:
-                    self.refused[key] = (f"`replacements` names no new place for `{name}` (imported from "
-                                         f"`{base}`); add a line `{base}:{name} -> new.module:{name}`")
-                    placed.append((None, key, index, alias))
-                    continue
-                new_module, new_name = target
-                if not star and new_name != name:  # renamed: bind the old name
-                    alias = alias.with_changes(name=cst.Name(new_name),
-                                               asname=alias.asname or cst.AsName(name=cst.Name(name)))
-                placed.append((new_module, key, index, alias))
-            else:
-                parent, _, last = new.rpartition(".")
-                bound = alias.asname.name.value if alias.asname is not None else name
-                if not parent:  # a top-level module: `import six` (as the name it was bound to)
-                    placed.append((("import", new, bound), key, index, alias))
-                else:
-                    asname = alias.asname
-                    if asname is None and last != name:
-                        asname = cst.AsName(name=cst.Name(name))
-                    placed.append((parent, key, index, alias.with_changes(name=cst.Name(last), asname=asname)))
-            self.claimed.add(key)
+        placed = [self._place(original, base, star, index, alias) for index, alias in enumerate(aliases)]
         placed = self._verified(placed, aliases)
         if all(target is None for target, _, _, _ in placed):
             return updated
+        return self._split(original, updated, placed, star)
+
+    def _place(self, original: cst.ImportFrom, base: str, star: bool, index: int, alias) -> tuple:
+        """Where one name of `from base import ...` goes: (target, key, index, alias), the finding
+        claimed; (None, key or None, index, alias) where it stays as it was. A name is a
+        submodule when a finding is about `base.name`, else a name of `base`."""
+        name = None if alias is None else alias.name.value
+        sub_key = self.pos.key(original, f"{base}.{name}") if name else None
+        base_key = self.pos.key(original, base)
+        from_base = not (sub_key is not None and (sub_key in self.fixable or sub_key in self.known))
+        key = base_key if from_base else sub_key
+        finding = self.fixable.get(key)
+        if finding is None:
+            return None, None, index, alias
+        if from_base:
+            target = self._name_target(finding, key, base, name, star)
+            if target is None:
+                return None, key, index, alias
+            new_module, new_name = target
+            if not star and new_name != name:  # renamed: bind the old name
+                alias = alias.with_changes(name=cst.Name(new_name),
+                                           asname=alias.asname or cst.AsName(name=cst.Name(name)))
+            placed = (new_module, key, index, alias)
+        else:
+            placed = _submodule_place(finding.replacement, key, index, alias, name)
+        self.claimed.add(key)
+        return placed
+
+    def _name_target(self, finding: Finding, key: Key, base: str, name: str | None, star: bool):
+        """(new module, new name) of `name` imported from `base`, or None (refused: no new place).
+        Per-name lines are the removed-module contract's; a missing-module finding's replacement
+        defines every name the statement imports."""
+        per_name = self.names is not None and not star and finding.rule == "removed-module"
+        target = self.names(base, name) if per_name else (finding.replacement, name)
+        if target is None:
+            self.refused[key] = (f"`replacements` names no new place for `{name}` (imported from "
+                                 f"`{base}`); add a line `{base}:{name} -> new.module:{name}`")
+        return target
+
+    def _split(self, original: cst.ImportFrom, updated: cst.ImportFrom, placed: list, star: bool):
+        """The statement, or the statements (one per target, in order of first use), that import
+        the placed names from where they are now."""
         groups: dict[object, list] = {}
         for target, _, index, alias in placed:
             groups.setdefault(target, []).append((index, alias))
-        statements = []
-        for i, (target, group) in enumerate(groups.items()):
-            if isinstance(target, tuple):
-                _, new, bound = target
-                asname = None if bound == new else cst.AsName(name=cst.Name(bound))
-                # (`lazy from a import b` -> `lazy import b`: the `lazy` keyword stays)
-                kind = cst.LazyImport if isinstance(original, cst.LazyImportFrom) else cst.Import
-                statements.append(kind(names=[cst.ImportAlias(name=parse_dotted(new), asname=asname)]))
-                continue
-            node = updated if i == 0 else updated.with_changes(
-                whitespace_after_from=cst.SimpleWhitespace(" "), semicolon=cst.MaybeSentinel.DEFAULT)
-            if target is not None:
-                node = node.with_changes(module=parse_dotted(target), relative=[])
-            if not star:
-                node = _with_names(node, group, list(original.names))
-            statements.append(node)
+        statements = [_statement(original, updated, i, target, group, star)
+                      for i, (target, group) in enumerate(groups.items())]
         if len(statements) == 1:
             return statements[0].with_changes(semicolon=updated.semicolon)
         statements = [s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in statements[:-1]] + [
@@ -238,6 +226,37 @@ class Rewriter(cst.CSTTransformer):
             if key in self.fixable:
                 self.refused[key] = "the string target is split over adjacent literals; join it by hand"
         return updated
+
+
+def _submodule_place(new: str, key: Key, index: int, alias: cst.ImportAlias, name: str) -> tuple:
+    """The place of `from old import name` where `old.name` is now `new`: `from parent import
+    last` (as `name`, its bound name), or `import new` for a top-level module."""
+    parent, _, last = new.rpartition(".")
+    bound = alias.asname.name.value if alias.asname is not None else name
+    if not parent:  # a top-level module: `import six` (as the name it was bound to)
+        return ("import", new, bound), key, index, alias
+    asname = alias.asname
+    if asname is None and last != name:
+        asname = cst.AsName(name=cst.Name(name))
+    return parent, key, index, alias.with_changes(name=cst.Name(last), asname=asname)
+
+
+def _statement(original: cst.ImportFrom, updated: cst.ImportFrom, i: int, target, group: list, star: bool):
+    """The `i`-th statement of a split: `import new [as bound]` for a top-level module (`lazy`
+    kept), else `updated` importing `group` from `target` (or from where it was, for None)."""
+    if isinstance(target, tuple):
+        _, new, bound = target
+        asname = None if bound == new else cst.AsName(name=cst.Name(bound))
+        # (`lazy from a import b` -> `lazy import b`: the `lazy` keyword stays)
+        kind = cst.LazyImport if isinstance(original, cst.LazyImportFrom) else cst.Import
+        return kind(names=[cst.ImportAlias(name=parse_dotted(new), asname=asname)])
+    node = updated if i == 0 else updated.with_changes(
+        whitespace_after_from=cst.SimpleWhitespace(" "), semicolon=cst.MaybeSentinel.DEFAULT)
+    if target is not None:
+        node = node.with_changes(module=parse_dotted(target), relative=[])
+    if not star:
+        node = _with_names(node, group, list(original.names))
+    return node
 
 
 def _with_names(node: cst.ImportFrom, group: list, everything: list) -> cst.ImportFrom:

@@ -8,6 +8,8 @@ Formats (`--output-format`): `concise` (alias `text`, the default), `full`, `jso
 
 from __future__ import annotations
 
+import importlib
+
 from contracts._record import Record
 from contracts.findings import Finding
 
@@ -89,6 +91,4 @@ MACHINE_FORMATS = frozenset({"json", "json-lines", "github", "sarif", "gitlab", 
 
 def render(fmt: str, report: Report) -> str:
     """The text of `report` in format `fmt` (one of FORMATS); ends without a newline."""
-    import importlib
-
     return importlib.import_module(f"contracts.renderers.{_MODULES[fmt]}").render(report)

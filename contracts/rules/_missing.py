@@ -1,4 +1,6 @@
-"""What `missing-module` and `missing-name` share: one pass over the tree, and "moved?" hints.
+"""Helper code, not a rule: the analysis `missing-module` and `missing-name` share (their
+modules hold the rules' documentation and ids, and load this in `check`), one pass over the
+tree for both, and the "moved?" hints.
 
 1. Every file's import statements and string targets are read off its text
    (`engine/import_lines.py`), and each is checked against the tree (`engine/bindings.py`): does
@@ -16,14 +18,20 @@ from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
 from contracts.engine import workers
+from contracts.engine.bindings import ModuleIndex
 from contracts.engine.files import read_capped
+from contracts.engine.import_lines import WHOLE_FILE, StatementReader
+from contracts.engine.index import plain_value, text_definitions
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
+from contracts.engine.runtime import text_facts
+from contracts.engine.scan import decode_source, scan_source
+from contracts.engine.window import keep_hot_statements
 from contracts.findings import Finding
+from contracts.rules import parse_error
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:
-    from contracts.engine.bindings import ModuleIndex
     from contracts.engine.model import Model
 
 MODULE_RULE = "missing-module"
@@ -74,10 +82,6 @@ class _Analysis:
     # ---- pass 1: the text of every file
 
     def run(self) -> list[Finding]:
-        from contracts.engine.bindings import ModuleIndex
-        from contracts.engine.import_lines import WHOLE_FILE, StatementReader
-        from contracts.engine.runtime import text_facts
-
         model = self.model
         texts = model.texts
         roots = self.spec.statement_roots(self.config.root_packages)
@@ -120,8 +124,6 @@ class _Analysis:
 
     def file_findings(self, f) -> list[Finding]:
         """The findings of one file of the package (after `run` built the index)."""
-        from contracts.engine.import_lines import WHOLE_FILE
-
         doubt = self._unsure.get(f.module, ())
         if doubt is WHOLE_FILE:
             return self._exact(f, self._text(f), None)
@@ -131,8 +133,6 @@ class _Analysis:
 
     def importers(self, files) -> list[Finding]:
         """The findings of `files` outside the package (after `run`, which built the index)."""
-        from contracts.engine.import_lines import WHOLE_FILE, StatementReader
-
         reader = StatementReader(self.spec.statement_roots(self.config.root_packages))
         out: list[Finding] = []
         for f in files:
@@ -185,52 +185,50 @@ class _Analysis:
         """The findings of one file from `ast`: of the top-level statements around `lines` (the
         suspects the text pass found), or of the whole file (`lines` None: the text pass was
         not sure of it)."""
-        from contracts.engine.scan import scan_source
-        from contracts.engine.window import keep_hot_statements
-        from contracts.rules import parse_error
-
-        result = None
-        if lines is not None:
-            kept = keep_hot_statements(data, (), hot=lines)
-            if kept is not None:
-                result = scan_source(kept, f.module, f.is_package)
-                if result.error is not None:
-                    result = None  # the window cut a statement: parse it all
-        if result is None:
-            result = scan_source(data, f.module, f.is_package)
+        result = _scanned(f, data, lines)
         if result.error is not None:
             return [parse_error.finding(f.rel, f.module, result.error)]
-        index = self.index
+        include_guarded = self.spec.include_guarded
         out: list[Finding] = []
-        groups: dict[tuple, list] = {}  # one statement -> its missing names (for "moved?")
         for ref in result.unresolved or ():  # relative imports stay in the importer's package
-            if self.internal(f.module) and (not ref.guarded or self.spec.include_guarded):
+            if self.internal(f.module) and (not ref.guarded or include_guarded):
                 out.append(self._climbs(f, ref))
+        groups: dict[tuple, list] = {}  # one statement -> [its ref, its missing names] (for "moved?")
         for ref in result.refs:
-            if ref.guarded and not self.spec.include_guarded:
-                continue
-            if ref.kind == "from":
-                base = ref.imported
-                if not self.checked(base):
-                    continue
-                if index.missing(base):
-                    groups.setdefault((MODULE_RULE, ref.line, ref.col, base), [ref])
-                    if ref.name and ref.name != "*":
-                        groups[(MODULE_RULE, ref.line, ref.col, base)].append(ref.name)
-                elif ref.name and ref.name != "*" and index.binds(base, ref.name, self.internal) is False:
-                    groups.setdefault((NAME_RULE, ref.line, ref.col, base), [ref]).append(ref.name)
-            elif ref.kind in ("import", "importlib"):
-                if self.checked(ref.imported) and index.missing(ref.imported):
-                    groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
-            elif ref.kind == "string" and ref.attr and self.checked(ref.imported):
-                first = ref.attr.split(".", 1)[0]
-                if index.missing(ref.imported):
-                    groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
-                elif index.binds(ref.imported, first, self.internal) is False:
-                    groups.setdefault((NAME_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
+            if not ref.guarded or include_guarded:
+                self._group(ref, groups)
         for (rule, _line, _col, module), (ref, *names) in groups.items():
             out.extend(self._report(f, rule, ref, module, tuple(dict.fromkeys(names))))
         return out
+
+    def _group(self, ref, groups: dict[tuple, list]) -> None:
+        """Add `ref` to its statement's group in `groups` when it names a missing module (rule
+        `missing-module`) or a name its module does not bind (`missing-name`)."""
+        if ref.kind == "from":
+            self._group_from(ref, groups)
+        elif ref.kind in ("import", "importlib"):
+            if self.checked(ref.imported) and self.index.missing(ref.imported):
+                groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref])
+        elif ref.kind == "string" and ref.attr and self.checked(ref.imported):
+            first = ref.attr.split(".", 1)[0]
+            if self.index.missing(ref.imported):
+                groups.setdefault((MODULE_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
+            elif self.index.binds(ref.imported, first, self.internal) is False:
+                groups.setdefault((NAME_RULE, ref.line, ref.col, ref.imported), [ref]).append(first)
+
+    def _group_from(self, ref, groups: dict[tuple, list]) -> None:
+        """`_group` for `from base import name`: the module is missing (its names go with it, for
+        the "moved?" hint), or it does not bind the name."""
+        base, name = ref.imported, ref.name
+        if not self.checked(base):
+            return
+        named = bool(name) and name != "*"
+        if self.index.missing(base):
+            group = groups.setdefault((MODULE_RULE, ref.line, ref.col, base), [ref])
+            if named:
+                group.append(name)
+        elif named and self.index.binds(base, name, self.internal) is False:
+            groups.setdefault((NAME_RULE, ref.line, ref.col, base), [ref]).append(name)
 
     def _where(self, ref) -> str:
         if ref.kind == "string":
@@ -258,39 +256,51 @@ class _Analysis:
                        f"({self._where(ref)}; Python raises ImportError); import it by its absolute name")
 
     def _report(self, f, rule: str, ref, module: str, names: tuple[str, ...]) -> list[Finding]:
-        index = self.index
+        """The findings of one statement's group: one for a missing module, one per missing name."""
         if rule == MODULE_RULE:
-            missing = _first_missing(index, module)
-            gone = f"`{module}` does not exist" + (
-                f" (nor does `{missing}`)" if missing != module else "")
-            candidates = self._candidates(f, module, names)
-            hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
-            shown = module + (f":{ref.attr}" if ref.kind == "string" else "")
-            new = None
-            if replacement is not None:
-                new = replacement + (f":{ref.attr}" if ref.kind == "string" else "")
-            message = f"{gone} ({self._where(ref)}); {hint}"
-            return [Finding(f.rel, ref.line, ref.col, rule, f.module, shown, message, new)]
+            return [self._module_finding(f, ref, module, names)]
+        return self._name_findings(f, ref, module, names)
+
+    def _module_finding(self, f, ref, module: str, names: tuple[str, ...]) -> Finding:
+        """`module` does not exist: where the statement's names (or the module) may have gone."""
+        missing = _first_missing(self.index, module)
+        gone = f"`{module}` does not exist" + (f" (nor does `{missing}`)" if missing != module else "")
+        candidates = self._candidates(f, module, names)
+        hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
+        shown = module + (f":{ref.attr}" if ref.kind == "string" else "")
+        new = None
+        if replacement is not None:
+            new = replacement + (f":{ref.attr}" if ref.kind == "string" else "")
+        message = f"{gone} ({self._where(ref)}); {hint}"
+        return Finding(f.rel, ref.line, ref.col, MODULE_RULE, f.module, shown, message, new)
+
+    def _name_findings(self, f, ref, module: str, names: tuple[str, ...]) -> list[Finding]:
+        """`module` binds none of `names`: one finding each, with where they (or each alone) went."""
         out = []
-        kept = names
-        candidates = self._candidates(f, module, kept)
-        hint, replacement = _unless_guarded(ref, *_hint(module, kept, candidates, self._proven(module, kept)))
-        for name in kept:
+        candidates = self._candidates(f, module, names)
+        hint, replacement = _unless_guarded(ref, *_hint(module, names, candidates, self._proven(module, names)))
+        package = " and has no submodule of that name" if self.index.is_package(module) else ""
+        for name in names:
             if ref.kind == "string":
                 shown, new = f"{module}:{ref.attr}", (f"{replacement}:{ref.attr}" if replacement else None)
             else:
                 shown, new = f"{module}.{name}", (f"{replacement}.{name}" if replacement else None)
-            package = " and has no submodule of that name" if index.is_package(module) else ""
             said = hint
-            if len(kept) > 1 and not candidates:  # no module has them all: where is this one?
-                alone = self._candidates(f, module, (name,))
-                said = _hint(module, (name,), [])[0] if not alone else (
-                    f"{hint}; `{name}` alone: " + ", ".join(f"`{m}`" for m in alone[:MAX_LISTED])
-                    + (f" and {len(alone) - MAX_LISTED} more" if len(alone) > MAX_LISTED else ""))
+            if len(names) > 1 and not candidates:  # no module has them all: where is this one?
+                said = self._alone(f, module, name, hint)
             message = (f"`{module}` has no name `{name}` ({self._where(ref)}): it does not define, "
                        f"import or re-export it{package}; {said}")
-            out.append(Finding(f.rel, ref.line, ref.col, rule, f.module, shown, message, new))
+            out.append(Finding(f.rel, ref.line, ref.col, NAME_RULE, f.module, shown, message, new))
         return out
+
+    def _alone(self, f, module: str, name: str, hint: str) -> str:
+        """The hint for one of several names no one module defines all of: the modules that
+        define it alone."""
+        alone = self._candidates(f, module, (name,))
+        if not alone:
+            return _hint(module, (name,), [])[0]
+        return (f"{hint}; `{name}` alone: " + ", ".join(f"`{m}`" for m in alone[:MAX_LISTED])
+                + (f" and {len(alone) - MAX_LISTED} more" if len(alone) > MAX_LISTED else ""))
 
     def _candidates(self, f, module: str, names: tuple[str, ...]) -> list[str]:
         """The modules that define every one of `names` (or, with none, are named like `module`):
@@ -325,9 +335,6 @@ class _Analysis:
         at module level, and no other module of the tree defines it but by a literal (`X = None`,
         a fallback; a submodule of that name counts, so a module in place of a name is never
         proven), and the candidate is in the missing module's top-level package."""
-        from contracts.engine.index import plain_value, text_definitions  # (only for a finding)
-        from contracts.engine.scan import decode_source
-
         def definition(m: str, name: str):
             text = self.index.text(m)
             try:
@@ -356,6 +363,18 @@ class _Analysis:
             return True
 
         return proven
+
+
+def _scanned(f, data: bytes, lines: list[int] | None):
+    """`ast`'s reading of the top-level statements around `lines`, or of the whole file (`lines`
+    None, or the window cut a statement)."""
+    if lines is not None:
+        kept = keep_hot_statements(data, (), hot=lines)
+        if kept is not None:
+            result = scan_source(kept, f.module, f.is_package)
+            if result.error is None:
+                return result
+    return scan_source(data, f.module, f.is_package)
 
 
 def _files_findings(analysis: _Analysis, chunks) -> list[Finding]:

@@ -74,6 +74,13 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
     through them starts with a `layer` finding at its first hop, reported there)."""
     used = set() if used is None else used
     table = _allowed_table(spec)
+    findings, cross = _direct(model, spec, table, used)
+    return findings + _through_chains(model, spec, table, used, stop, cross)
+
+
+def _direct(model: Model, spec: GroupsSpec, table: dict, used: set) -> tuple[list[Finding], list]:
+    """(the findings of imports from one group straight into another, every such edge allowed
+    or not)."""
     findings = []
     cross = []
     for e in model.edges:
@@ -89,6 +96,14 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
             f"group `{g}` imports group `{h}`: `{e.importer}` -> `{e.imported}`; groups may "
             f"share code only through {_shared(spec)} or a reviewed `allowed_imports` line",
         ))
+    return findings, cross
+
+
+def _through_chains(model: Model, spec: GroupsSpec, table: dict, used: set, stop: tuple, cross: list
+                    ) -> list[Finding]:
+    """The findings of chains from one group to another through modules of no group (not
+    through a shared module, nor `stop`, nor a direct cross-group edge: those are reported as
+    such)."""
     direct = {(e.importer, e.imported) for e in cross}
     edges = adjacency_of([e for e in model.edges if (e.importer, e.imported) not in direct])
     blocked = PrefixIndex((*spec.shared_modules, *stop))
@@ -97,6 +112,7 @@ def check(model: Model, spec: GroupsSpec, used: set | None = None, stop: tuple =
         g = spec.group_of(m)
         if g is not None:
             members.setdefault(g, set()).add(m)
+    findings = []
     for g in spec.groups:
         sources = members.get(g, set())
         if not sources:

@@ -65,32 +65,35 @@ def check(model: Model, spec: GroupsSpec) -> list[Finding]:
     shared = tuple(m for m in spec.shared_modules if not is_under(m, spec.container))
     for e in model.edges:
         group = group_of(e.imported)
-        importer = e.importer
-        in_kernels = is_under(importer, kernel_package)
+        in_kernels = is_under(e.importer, kernel_package)
         if group is None and in_kernels:
             continue  # (most edges: nothing below can apply)
-        if group is not None and group_of(importer) != group:
-            surface = f"{spec.container}.{group}"
-            rest = e.imported[len(surface) + 1:].split(".") if e.imported != surface else []
-            if any(_private(p) for p in rest):
-                findings.append(Finding(*_where(model, e), RULE_ID, importer, e.imported,
-                    f"`{importer}` imports the private module `{e.imported}` of group `{group}`; "
-                    f"import from `{surface}` or its public operator modules"))
-                continue
-            if len(rest) > 1:
-                findings.append(Finding(*_where(model, e), RULE_ID, importer, e.imported,
-                    f"`{importer}` imports `{e.imported}`, below the public surface of group "
-                    f"`{group}`; import from `{surface}` or `{surface}.{rest[0]}`"))
-                continue
-            for name in e.names or ():
-                if _private(name):
-                    findings.append(Finding(*_where(model, e), RULE_ID, importer, f"{e.imported}.{name}",
-                        f"`{importer}` imports the private name `{name}` from `{e.imported}` "
-                        f"(group `{group}`); use the group's public functions"))
+        if group is not None and group_of(e.importer) != group:
+            findings.extend(Finding(*_where(model, e), RULE_ID, e.importer, imported, message)
+                            for imported, message in _into_group(spec, e, group))
         elif not in_kernels and shared and e.imported.startswith(shared):
-            for m in shared:
-                if is_under(e.imported, m):
-                    findings.append(Finding(*_where(model, e), RULE_ID, importer, e.imported,
-                        f"`{importer}` imports the kernel infra `{e.imported}` directly; code "
-                        f"outside `{kernel_package}` calls the operator groups' public surface"))
+            findings.extend(Finding(*_where(model, e), RULE_ID, e.importer, e.imported,
+                                    f"`{e.importer}` imports the kernel infra `{e.imported}` directly; code "
+                                    f"outside `{kernel_package}` calls the operator groups' public surface")
+                            for m in shared if is_under(e.imported, m))
     return findings
+
+
+def _into_group(spec: GroupsSpec, e, group: str):
+    """(imported, message) for what an edge from outside `group` takes below its public surface:
+    a private module, a module deeper than an operator module, or private names."""
+    importer = e.importer
+    surface = f"{spec.container}.{group}"
+    rest = e.imported[len(surface) + 1:].split(".") if e.imported != surface else []
+    if any(_private(p) for p in rest):
+        yield e.imported, (f"`{importer}` imports the private module `{e.imported}` of group `{group}`; "
+                           f"import from `{surface}` or its public operator modules")
+        return
+    if len(rest) > 1:
+        yield e.imported, (f"`{importer}` imports `{e.imported}`, below the public surface of group "
+                           f"`{group}`; import from `{surface}` or `{surface}.{rest[0]}`")
+        return
+    for name in e.names or ():
+        if _private(name):
+            yield f"{e.imported}.{name}", (f"`{importer}` imports the private name `{name}` from `{e.imported}` "
+                                           f"(group `{group}`); use the group's public functions")

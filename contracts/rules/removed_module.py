@@ -76,36 +76,43 @@ def references_with_names(model: Model, spec: RemovedSpec):
         importer = by_rel[rel].module
         if spec.removed_prefix_of(importer):
             continue  # a file inside the removed path is reported by `shim-present`
-        found: dict[tuple, tuple] = {}
-        for ref in model.refs[rel]:
-            imported = None
-            from_module = False
-            if ref.kind in ("import", "string", "importlib"):
-                if spec.removed_prefix_of(ref.imported):
-                    imported = ref.imported
-            elif ref.kind == "from":
-                candidate = f"{ref.imported}.{ref.name}" if ref.name and ref.name != "*" else None
-                if spec.removed_prefix_of(ref.imported):
-                    # `from removed.pkg import x`: `x` is a submodule when a replacement line
-                    # names it more precisely than the package (and no per-name line names
-                    # `x` itself); otherwise an attribute.
-                    imported = ref.imported
-                    from_module = True
-                    if candidate and spec.names_replacement(candidate) and \
-                            not _name_line(spec, ref.imported, ref.name):
-                        imported = candidate
-                        from_module = False
-                elif candidate and spec.removed_prefix_of(candidate):
-                    imported = candidate
-            if imported is None:
-                continue
-            key = (ref.line, ref.col, imported)
-            if key not in found:
-                found[key] = (ref, [])
-            if from_module and ref.name:
-                found[key][1].append(ref.name)
-        for (_, _, imported), (ref, names) in found.items():
+        for (_, _, imported), (ref, names) in _file_references(spec, model.refs[rel]).items():
             yield rel, importer, ref, imported, names
+
+
+def _file_references(spec: RemovedSpec, refs) -> dict[tuple, tuple]:
+    """(line, col, imported) -> (the first ref there, the names it takes from `imported`) for one
+    file's references into a removed prefix: one entry per statement and module."""
+    found: dict[tuple, tuple] = {}
+    for ref in refs:
+        imported, from_module = _removed_target(spec, ref)
+        if imported is None:
+            continue
+        key = (ref.line, ref.col, imported)
+        if key not in found:
+            found[key] = (ref, [])
+        if from_module and ref.name:
+            found[key][1].append(ref.name)
+    return found
+
+
+def _removed_target(spec: RemovedSpec, ref) -> tuple[str | None, bool]:
+    """(the removed module `ref` reaches, or None; whether it takes a name from that module
+    itself). `from removed.pkg import x`: `x` is a submodule when a replacement line names it
+    more precisely than the package (and no per-name line names `x` itself); otherwise an
+    attribute."""
+    if ref.kind in ("import", "string", "importlib"):
+        return (ref.imported if spec.removed_prefix_of(ref.imported) else None), False
+    if ref.kind != "from":
+        return None, False
+    candidate = f"{ref.imported}.{ref.name}" if ref.name and ref.name != "*" else None
+    if spec.removed_prefix_of(ref.imported):
+        if candidate and spec.names_replacement(candidate) and not _name_line(spec, ref.imported, ref.name):
+            return candidate, False
+        return ref.imported, True
+    if candidate and spec.removed_prefix_of(candidate):
+        return candidate, False
+    return None, False
 
 
 def _name_line(spec: RemovedSpec, module: str, name: str | None) -> bool:
@@ -147,32 +154,40 @@ def check(model: Model, spec: RemovedSpec) -> list[Finding]:
     findings = []
     for rel, importer, ref, imported, names in references_with_names(model, spec):
         shown = imported + (f":{ref.attr}" if ref.attr else "")
-        what = _WHERE.get(ref.kind, ref.context)
-        prefix = spec.removed_prefix_of(imported)
-        missing: list[str] = []
-        if ref.kind in ("string", "importlib"):
-            replacement = _string_target(spec, imported, ref.attr)
-        elif names and (spec.has_name_lines(imported) or "*" in names):
-            targets = from_targets(spec, imported, names)
-            missing = [n for n, t in targets.items() if t is None]
-            places = sorted({t[0] for t in targets.values() if t is not None})
-            renamed = any(t is not None and t[1] != n for n, t in targets.items())
-            if missing:
-                replacement = None
-            elif len(places) == 1 and not renamed:
-                replacement = places[0]
-            else:  # the names go to several modules (or change name): say where each goes
-                replacement = ", ".join(f"{t[0]}:{t[1]}" for t in targets.values() if t is not None)
-        else:
-            replacement = spec.replacement_for(imported)
-        if replacement:
-            message = f"`{shown}` was removed ({what}; `{prefix}` no longer exists)"
-        elif missing and len(missing) < len(names):
-            message = (f"`{shown}` was removed ({what}; `{prefix}` no longer exists) and "
-                       f"`replacements` names no new place for "
-                       f"{', '.join(f'`{n}`' for n in missing)}; add a line for it")
-        else:
-            message = (f"`{shown}` was removed ({what}; `{prefix}` no longer exists) and "
-                       f"`replacements` names no new place for it; add a line for it")
+        replacement, missing = _replacement(spec, ref, imported, names)
+        message = _message(shown, _WHERE.get(ref.kind, ref.context), spec.removed_prefix_of(imported),
+                           replacement, missing, names)
         findings.append(Finding(rel, ref.line, ref.col, RULE_ID, importer, shown, message, replacement))
     return findings
+
+
+def _replacement(spec: RemovedSpec, ref, imported: str, names: list[str]) -> tuple[str | None, list[str]]:
+    """(what `--fix` writes for the reference, or None; the names `replacements` has no new place
+    for). A statement whose names go to several modules (or change name) gets each one's
+    `module:name`, which says where each goes."""
+    if ref.kind in ("string", "importlib"):
+        return _string_target(spec, imported, ref.attr), []
+    if not (names and (spec.has_name_lines(imported) or "*" in names)):
+        return spec.replacement_for(imported), []
+    targets = from_targets(spec, imported, names)
+    missing = [n for n, t in targets.items() if t is None]
+    if missing:
+        return None, missing
+    places = sorted({t[0] for t in targets.values()})
+    renamed = any(t[1] != n for n, t in targets.items())
+    if len(places) == 1 and not renamed:
+        return places[0], missing
+    return ", ".join(f"{t[0]}:{t[1]}" for t in targets.values()), missing
+
+
+def _message(shown: str, what: str, prefix: str | None, replacement: str | None, missing: list[str],
+             names: list[str]) -> str:
+    """The finding's message: what was removed, and, without a replacement, which line to add."""
+    if replacement:
+        return f"`{shown}` was removed ({what}; `{prefix}` no longer exists)"
+    if missing and len(missing) < len(names):
+        return (f"`{shown}` was removed ({what}; `{prefix}` no longer exists) and "
+                f"`replacements` names no new place for "
+                f"{', '.join(f'`{n}`' for n in missing)}; add a line for it")
+    return (f"`{shown}` was removed ({what}; `{prefix}` no longer exists) and "
+            f"`replacements` names no new place for it; add a line for it")
