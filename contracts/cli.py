@@ -298,7 +298,7 @@ def _dispatch(argv: list[str]) -> int:
 
 def _derive_map(argv: list[str]) -> int:
     """`namespace-lint derive-map`: `contracts.derive_map`, under a progress line."""
-    from contracts.derive_map import main as derive_main  # after parsing: it loads the model builder
+    from contracts.derive_map import main as derive_main  # only for this command: it loads the model builder
 
     progress = Progress()
     with progress.phase("deriving the map"), progress.guarding():
