@@ -109,10 +109,13 @@ def _entry_key(path: str, i: int, entry, version: int) -> tuple[str, str, str]:
     statements = entry.get("statements", [])
     if not isinstance(statements, list) or not all(isinstance(t, str) for t in statements):
         raise UsageError(f"--baseline {path}: entry {i + 1}: 'statements' must be a list of strings")
-    count = entry.get("count", 1)
-    if version >= 2 and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+    if version >= 2 and not _is_count(entry.get("count", 1)):
         raise UsageError(f"--baseline {path}: entry {i + 1}: 'count' must be an integer >= 1")
     return tuple(entry[k] for k in FIELDS)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def version_of(path: str) -> int:
@@ -150,15 +153,8 @@ def compare(path: str, findings: Iterable[Finding], statement=None, exists=None)
     by_key: dict[tuple[str, str, str], list[Finding]] = {}
     for f in sorted(findings):
         by_key.setdefault(f.baseline_key, []).append(f)
-    new: list[Finding] = []
     left: dict[tuple[str, str, str], float] = {key: e["count"] or float("inf") for key, e in known.items()}
-    for key, found in by_key.items():
-        if key not in known:
-            new.extend(found)
-            continue
-        covered = found if known[key]["count"] is None else found[:known[key]["count"]]
-        left[key] -= len(covered)
-        new.extend(found[len(covered):])
+    new = _beyond_entries(by_key, known, left)
     still_new, moved = _match_moved(new, known, left, statement, exists)
     used = set(by_key) | set(moved.values())
     gone = sorted(key for key in known if key not in used)
@@ -166,6 +162,20 @@ def compare(path: str, findings: Iterable[Finding], statement=None, exists=None)
                    if key in used and known[key]["count"] is not None and left[key] >= 1)
     version = 1 if any(e["count"] is None for e in known.values()) else VERSION
     return Comparison(still_new, gone, fewer, version, moved)
+
+
+def _beyond_entries(by_key: dict, known: dict, left: dict) -> list[Finding]:
+    """The findings their key's entry does not cover (none, or beyond its count); `left` is
+    lowered by those it covers."""
+    new: list[Finding] = []
+    for key, found in by_key.items():
+        if key not in known:
+            new.extend(found)
+            continue
+        covered = found if known[key]["count"] is None else found[:known[key]["count"]]
+        left[key] -= len(covered)
+        new.extend(found[len(covered):])
+    return new
 
 
 def _match_moved(new: list[Finding], known: dict, left: dict, statement, exists) -> tuple[list[Finding], dict]:

@@ -497,7 +497,7 @@ def _check_run_args(args, cfg, src: str) -> None:
     `--write-baseline` never writes through a linked directory."""
     for p in args.paths:
         if not os.path.exists(p):
-            from contracts.check import modules_of  # (loaded by the command by now: the engine)
+            from contracts.check import modules_of  # the engine: not loaded by --help
 
             if not modules_of(cfg, src, [p]):
                 raise UsageError(f"PATH {p}: no such file or directory (nor a module of "
@@ -743,7 +743,7 @@ def _print_summary(result, findings, failing: int) -> None:
 def _line_reader(root: str):
     """Finding -> the line (of the file under `root`) it is on, or None past the file's end;
     each file is read once."""
-    from contracts.engine.files import read_lines  # (the engine: loaded by the run by now)
+    from contracts.engine.files import read_lines  # the engine: not loaded by --help
 
     lines: dict[str, list[str]] = {}
 
