@@ -24,7 +24,7 @@ __all__ = ["__version__", "DependencyUpgradeContract", "LayerContract", "Missing
 
 def __getattr__(name: str):
     if name in __all__:
-        from contracts import importlinter_types
+        from contracts import importlinter_types  # import-linter, only when lint-imports asks for a class
 
         return getattr(importlinter_types, name)
     raise AttributeError(f"module 'contracts' has no attribute {name!r}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -36,12 +37,26 @@ from contracts.findings import Finding
 
 VERSION = 2
 READS = (1, 2)
-MAX_BYTES = 256 * 2**20  # upstream's baseline is 60 kB
+MAX_BYTES = 256 * 2**20  # far beyond a real baseline (kilobytes): a bound on what is read, not a size
 FIELDS = ("rule", "importer", "imported")
 
 
 def load(path: str) -> dict[tuple[str, str, str], dict]:
     """The entries of the baseline at `path`, by key. Raises UsageError naming the file."""
+    version, entries = _header(path, _parse(path, _read_text(path)))
+    out: dict[tuple[str, str, str], dict] = {}
+    for i, entry in enumerate(entries):
+        key = _entry_key(path, i, entry, version)
+        if key in out:
+            raise UsageError(f"--baseline {path}: entry {i + 1} repeats the entry for {' '.join(key)} "
+                             f"(one entry per rule, importer and imported; add up the counts)")
+        # A version 1 entry has no count: it covers any number of findings, as it did.
+        out[key] = {**entry, "count": entry.get("count", 1) if version >= 2 else None}
+    return out
+
+
+def _read_text(path: str) -> str:
+    """The text of the regular file at `path`, of at most `MAX_BYTES`."""
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -50,19 +65,26 @@ def load(path: str) -> dict[tuple[str, str, str], dict]:
             if st.st_size > MAX_BYTES:
                 raise UsageError(f"--baseline {path}: {st.st_size} bytes, over the {MAX_BYTES // 2**20} MiB "
                                  f"a baseline may have")
-            text = f.read(MAX_BYTES + 1).decode("utf-8")
+            return f.read(MAX_BYTES + 1).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"--baseline {path}: no such file (create it with --write-baseline {path})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"--baseline {path}: cannot be read: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _parse(path: str, text: str):
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except (RecursionError, MemoryError):
         raise UsageError(f"--baseline {path}: not a baseline file: nested too deeply or too large "
                          f"to read") from None
     except json.JSONDecodeError as e:
         raise UsageError(f"--baseline {path}: not a baseline file: invalid JSON at line {e.lineno}, "
                          f"column {e.colno}: {e.msg}") from None
+
+
+def _header(path: str, data) -> tuple[int, list]:
+    """(the version, the entries) of a baseline file's JSON object."""
     if not isinstance(data, dict) or "entries" not in data:
         raise UsageError(f"--baseline {path}: not a baseline file: expected a JSON object with "
                          f"'version' and 'entries'")
@@ -74,26 +96,26 @@ def load(path: str) -> dict[tuple[str, str, str], dict]:
     entries = data["entries"]
     if not isinstance(entries, list):
         raise UsageError(f"--baseline {path}: 'entries' must be a list")
-    out: dict[tuple[str, str, str], dict] = {}
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in FIELDS):
-            raise UsageError(f"--baseline {path}: entry {i + 1} must be an object with string fields "
-                             f"{', '.join(repr(k) for k in FIELDS)}")
-        if "reason" in entry and not isinstance(entry["reason"], str):
-            raise UsageError(f"--baseline {path}: entry {i + 1}: 'reason' must be a string")
-        statements = entry.get("statements", [])
-        if not isinstance(statements, list) or not all(isinstance(t, str) for t in statements):
-            raise UsageError(f"--baseline {path}: entry {i + 1}: 'statements' must be a list of strings")
-        count = entry.get("count", 1)
-        if version >= 2 and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
-            raise UsageError(f"--baseline {path}: entry {i + 1}: 'count' must be an integer >= 1")
-        key = tuple(entry[k] for k in FIELDS)
-        if key in out:
-            raise UsageError(f"--baseline {path}: entry {i + 1} repeats the entry for {' '.join(key)} "
-                             f"(one entry per rule, importer and imported; add up the counts)")
-        # A version 1 entry has no count: it covers any number of findings, as it did.
-        out[key] = {**entry, "count": count if version >= 2 else None}
-    return out
+    return version, entries
+
+
+def _entry_key(path: str, i: int, entry, version: int) -> tuple[str, str, str]:
+    """The key of entry `i` (from 0), each of its fields checked."""
+    if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in FIELDS):
+        raise UsageError(f"--baseline {path}: entry {i + 1} must be an object with string fields "
+                         f"{', '.join(repr(k) for k in FIELDS)}")
+    if "reason" in entry and not isinstance(entry["reason"], str):
+        raise UsageError(f"--baseline {path}: entry {i + 1}: 'reason' must be a string")
+    statements = entry.get("statements", [])
+    if not isinstance(statements, list) or not all(isinstance(t, str) for t in statements):
+        raise UsageError(f"--baseline {path}: entry {i + 1}: 'statements' must be a list of strings")
+    if version >= 2 and not _is_count(entry.get("count", 1)):
+        raise UsageError(f"--baseline {path}: entry {i + 1}: 'count' must be an integer >= 1")
+    return tuple(entry[k] for k in FIELDS)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def version_of(path: str) -> int:
@@ -131,15 +153,8 @@ def compare(path: str, findings: Iterable[Finding], statement=None, exists=None)
     by_key: dict[tuple[str, str, str], list[Finding]] = {}
     for f in sorted(findings):
         by_key.setdefault(f.baseline_key, []).append(f)
-    new: list[Finding] = []
     left: dict[tuple[str, str, str], float] = {key: e["count"] or float("inf") for key, e in known.items()}
-    for key, found in by_key.items():
-        if key not in known:
-            new.extend(found)
-            continue
-        covered = found if known[key]["count"] is None else found[:known[key]["count"]]
-        left[key] -= len(covered)
-        new.extend(found[len(covered):])
+    new = _beyond_entries(by_key, known, left)
     still_new, moved = _match_moved(new, known, left, statement, exists)
     used = set(by_key) | set(moved.values())
     gone = sorted(key for key in known if key not in used)
@@ -147,6 +162,20 @@ def compare(path: str, findings: Iterable[Finding], statement=None, exists=None)
                    if key in used and known[key]["count"] is not None and left[key] >= 1)
     version = 1 if any(e["count"] is None for e in known.values()) else VERSION
     return Comparison(still_new, gone, fewer, version, moved)
+
+
+def _beyond_entries(by_key: dict, known: dict, left: dict) -> list[Finding]:
+    """The findings their key's entry does not cover (none, or beyond its count); `left` is
+    lowered by those it covers."""
+    new: list[Finding] = []
+    for key, found in by_key.items():
+        if key not in known:
+            new.extend(found)
+            continue
+        covered = found if known[key]["count"] is None else found[:known[key]["count"]]
+        left[key] -= len(covered)
+        new.extend(found[len(covered):])
+    return new
 
 
 def _match_moved(new: list[Finding], known: dict, left: dict, statement, exists) -> tuple[list[Finding], dict]:
@@ -224,40 +253,52 @@ def write(path: str, findings: Iterable[Finding], prune: str | None = None, stat
     file shrinks to what still occurs, and new findings stay new. An entry whose findings moved
     (`compare`) is written under their key."""
     findings = list(findings)
-    old: dict[tuple[str, str, str], dict] = {}
-    source = prune or path
-    if os.path.exists(source):
-        try:
-            old = load(source)
-        except UsageError:
-            if prune:
-                raise
-            old = {}  # not a baseline we can read: it is being replaced
-    counts: dict[tuple[str, str, str], int] = {}
-    for f in findings:
-        counts[f.baseline_key] = counts.get(f.baseline_key, 0) + 1
+    old = _old_entries(path, prune)
+    counts = dict(Counter(f.baseline_key for f in findings))
     texts = _statements(findings, statement)
     if prune:
         moved = compare(prune, findings, statement, exists).moved or {}
         old.update({key: old[was] for key, was in moved.items()})
         counts = {key: min(n, old[key]["count"] or n) for key, n in counts.items() if key in old}
-    entries = []
-    for key in sorted(counts):
-        entry: dict = dict(zip(FIELDS, key))
-        entry["count"] = counts[key]
-        if texts.get(key):
-            entry["statements"] = sorted(texts[key])
-        if "reason" in old.get(key, {}):
-            entry["reason"] = old[key]["reason"]
-        if entry["count"] == 1:
-            del entry["count"]  # the default: a file of single occurrences reads as before
-        entries.append(entry)
-    # One entry per line: a fixed finding is one deleted line (or a lowered count) in review.
-    lines = ",\n".join("    " + json.dumps(entry, ensure_ascii=False) for entry in entries)
-    text = (f'{{\n  "version": {VERSION},\n  "tool": "namespace-lint",\n  "entries": [\n'
-            + (lines + "\n" if entries else "") + "  ]\n}\n")
+    entries = [_entry(key, counts[key], texts.get(key), old.get(key, {})) for key in sorted(counts)]
     try:
-        atomic_write(path, text.encode("utf-8"))
+        atomic_write(path, _file_text(entries).encode("utf-8"))
     except OSError as e:
         raise UsageError(f"--write-baseline {path}: cannot be written: {e.strerror or e}") from None
     return len(entries)
+
+
+def _old_entries(path: str, prune: str | None) -> dict[tuple[str, str, str], dict]:
+    """The entries being replaced: those of `prune` (which must be readable), else of `path`
+    when it is a baseline (anything else there is simply replaced)."""
+    source = prune or path
+    if not os.path.exists(source):
+        return {}
+    try:
+        return load(source)
+    except UsageError:
+        if prune:
+            raise
+        return {}
+
+
+def _entry(key: tuple[str, str, str], count: int, texts: set[str] | None, old: dict) -> dict:
+    """One entry as written: the key's fields, the count (left out when 1: a file of single
+    occurrences reads as before), the statements, an existing entry's `reason`."""
+    entry: dict = dict(zip(FIELDS, key))
+    entry["count"] = count
+    if texts:
+        entry["statements"] = sorted(texts)
+    if "reason" in old:
+        entry["reason"] = old["reason"]
+    if entry["count"] == 1:
+        del entry["count"]
+    return entry
+
+
+def _file_text(entries: list[dict]) -> str:
+    """The file: one entry per line, so that a fixed finding is one deleted line (or a lowered
+    count) in review."""
+    lines = ",\n".join("    " + json.dumps(entry, ensure_ascii=False) for entry in entries)
+    return (f'{{\n  "version": {VERSION},\n  "tool": "namespace-lint",\n  "entries": [\n'
+            + (lines + "\n" if entries else "") + "  ]\n}\n")

@@ -14,10 +14,12 @@ from functools import cached_property
 
 from contracts import config_source, ignores
 from contracts._record import Record
-from contracts.config_source import shown
+from contracts.config_source import repository_root, shown
 from contracts.errors import ConfigError
+from contracts.globs import GlobError, check_patterns, compile_pattern
 from contracts.ignores import ImportPattern
 from contracts.prefixes import PrefixIndex, ancestors_or_self
+from contracts.safe_paths import is_inside
 
 SECTION = config_source.SECTION
 CONTRACT_PREFIX = config_source.CONTRACT_PREFIX
@@ -308,10 +310,24 @@ def missing_spec(cid: str, options: dict) -> MissingSpec:
 
 
 def removed_spec(cid: str, options: dict) -> RemovedSpec:
+    """The options of a `removed_modules` contract, checked: every line of `replacements` maps
+    something under a removed prefix, once, to somewhere outside them, and the module lines
+    form no cycle."""
     removed = tuple(_module("removed_modules", m) for m in as_lines(options.get("removed_modules")))
     if not removed:
         raise OptionError("removed_modules", "name at least one removed module prefix.")
     pairs, name_lines = parse_replacement_lines("replacements", options.get("replacements"))
+    _check_name_lines(name_lines, removed)
+    seen = _check_module_lines(pairs, removed)
+    _check_module_targets(pairs, seen, removed)
+    ordered = tuple(sorted(pairs, key=lambda p: (-p[0].count("."), -len(p[0]), p[0])))
+    patterns, alerting = _exemptions(options)
+    return RemovedSpec(cid, options.get("name", cid), removed, ordered, tuple(name_lines),
+                       ignore_imports=patterns, unmatched_alerting=alerting)
+
+
+def _check_name_lines(name_lines: list[tuple[str, str, str, str]], removed: tuple[str, ...]) -> None:
+    """Each `old.module:name` line: one per name, under a removed prefix, its target outside them."""
     seen_names: dict[tuple[str, str], str] = {}
     for old, old_name, new, new_name in name_lines:
         if (old, old_name) in seen_names:
@@ -325,6 +341,11 @@ def removed_spec(cid: str, options: dict) -> RemovedSpec:
             if is_under(new, prefix):
                 raise OptionError("replacements", f"target '{new}:{new_name}' of '{old}:{old_name}' is "
                                                   f"itself under the removed prefix '{prefix}'.")
+
+
+def _check_module_lines(pairs: list[tuple[str, str]], removed: tuple[str, ...]) -> dict[str, str]:
+    """Each `old.module -> new.module` line: one per module, under a removed prefix; returns
+    them as old -> new."""
     seen: dict[str, str] = {}
     for old, new in pairs:
         if old in seen:
@@ -334,30 +355,37 @@ def removed_spec(cid: str, options: dict) -> RemovedSpec:
             raise OptionError(
                 "replacements", f"'{old}' is not under a removed prefix ({', '.join(removed)})."
             )
-    # Linear in the number of lines: a target's prefixes are looked up (not every line tested
-    # against every other), and a chain already followed to its end is not followed again.
+    return seen
+
+
+def _check_module_targets(pairs: list[tuple[str, str]], seen: dict[str, str], removed: tuple[str, ...]) -> None:
+    """Each module line's target: on no cycle of lines, and outside the removed prefixes."""
     acyclic: set[str] = set()
     for old, new in pairs:
-        parts = new.split(".")
-        if any(".".join(parts[:i]) in seen for i in range(len(parts), 0, -1)):
-            chain, on_chain, cur = [old], {old}, new
-            while cur in seen and cur not in on_chain and cur not in acyclic:
-                chain.append(cur)
-                on_chain.add(cur)
-                cur = seen[cur]
-            if cur in on_chain:
-                raise OptionError("replacements", f"replacements form a cycle: {' -> '.join(chain + [cur])}.")
-            acyclic.update(on_chain)
+        _check_no_cycle(old, new, seen, acyclic)
         for prefix in removed:
             if is_under(new, prefix):
                 raise OptionError(
                     "replacements",
                     f"target '{new}' of '{old}' is itself under the removed prefix '{prefix}'.",
                 )
-    ordered = tuple(sorted(pairs, key=lambda p: (-p[0].count("."), -len(p[0]), p[0])))
-    patterns, alerting = _exemptions(options)
-    return RemovedSpec(cid, options.get("name", cid), removed, ordered, tuple(name_lines),
-                       ignore_imports=patterns, unmatched_alerting=alerting)
+
+
+def _check_no_cycle(old: str, new: str, seen: dict[str, str], acyclic: set[str]) -> None:
+    """Following the lines from `old -> new` never comes back to a module on the way. Linear in
+    the number of lines: a target's prefixes are looked up (not every line tested against every
+    other), and a chain already followed to its end (`acyclic`) is not followed again."""
+    parts = new.split(".")
+    if not any(".".join(parts[:i]) in seen for i in range(len(parts), 0, -1)):
+        return
+    chain, on_chain, cur = [old], {old}, new
+    while cur in seen and cur not in on_chain and cur not in acyclic:
+        chain.append(cur)
+        on_chain.add(cur)
+        cur = seen[cur]
+    if cur in on_chain:
+        raise OptionError("replacements", f"replacements form a cycle: {' -> '.join(chain + [cur])}.")
+    acyclic.update(on_chain)
 
 
 def groups_spec(cid: str, options: dict) -> GroupsSpec:
@@ -519,69 +547,20 @@ display_name = config_source.display_name
 
 
 def load(path: str) -> Config:
+    """The configuration in the file at `path`, every option checked: the first bad one is a
+    ConfigError naming the file, the section and the option."""
     raw = config_source.read(path)
-    session, display = raw.session, raw.display
-    session_label = "tool.importlinter" if raw.is_toml else SECTION
-
-    def err(message, section=session_label, option=None):
-        return ConfigError(_shown(message), file=display, section=_shown(section),
-                           option=option and _shown(option))
-
-    unknown = sorted(set(session) - SESSION_OPTIONS)
-    if unknown:
-        raise err(f"unrecognized option (known: {', '.join(sorted(SESSION_OPTIONS))}).", option=unknown[0])
-    roots = as_lines(session.get("root_packages")) or as_lines(session.get("root_package"))
-    if not roots:
-        raise err("name the package(s) to check with 'root_packages'.", option="root_packages")
-    for r in roots:
-        if not _IDENT_RE.match(r):
-            raise err(f"'{r}' is not a top-level package name.", option="root_packages")
-
-    kinds: dict[str, str] = {}
+    session, err = raw.session, _Errors(raw)
+    _check_session_options(session, err)
     type_lines = as_lines(session.get("contract_types"))
-    for line in type_lines:
-        name, sep, cls = line.partition(":")
-        if not sep or not name.strip() or not cls.strip():
-            raise err(f"line '{line}' must be 'name: module.Class'.", option="contract_types")
-        kinds[name.strip()] = OWN_CLASSES.get(cls.strip(), "other:" + cls.strip())
-
-    config = Config(path=raw.path, root_packages=tuple(roots))
+    config = Config(path=raw.path, root_packages=_root_packages(session, err))
+    kinds = _contract_kinds(type_lines, err)
     config.warnings = raw.warnings + config_source.contract_type_warnings(raw, type_lines)
     _layout(config, session, err)
-    strict = session.get("strict_baseline")
-    if strict is not None:
-        value = strict.strip().lower() if isinstance(strict, str) else None
-        if value not in ("true", "false", "yes", "no", "on", "off", "1", "0"):
-            raise err("expected true or false.", option="strict_baseline")
-        config.strict_baseline = value in ("true", "yes", "on", "1")
+    config.strict_baseline = _strict_baseline(session, err)
     for section, cid, options in raw.contracts:
-        ctype = options.get("type")
-        if not ctype or isinstance(ctype, list):
-            raise err("every contract needs a single 'type'.", section=section, option="type")
-        kind = kinds.get(ctype)
-        if kind is None:
-            if ctype in STOCK_TYPES:
-                config.skipped.append(cid)
-                continue
-            known = sorted(set(kinds) | STOCK_TYPES)
-            raise err(
-                f"unknown contract type '{ctype}' (known: {', '.join(known)}; register yours "
-                f"under 'contract_types' in [{session_label}]).",
-                section=section, option="type",
-            )
-        if kind.startswith("other:"):
-            config.skipped.append(cid)
-            continue
-        unknown = sorted(set(options) - KNOWN_OPTIONS[kind] - {"name", "type", "id"})
-        if unknown:
-            raise err(f"unrecognized option for a '{ctype}' contract.", section=section, option=unknown[0])
-        try:
-            spec = SPEC_BUILDERS[kind](cid, options)
-        except OptionError as e:
-            raise err(str(e), section=section, option=e.option) from None
-        {"removed_modules": config.removed, "operator_groups": config.groups, "layer": config.layers,
-         "missing_imports": config.missing, "dependency_upgrade": config.upgrades}[kind].append(spec)
-    if not (config.removed or config.groups or config.layers or config.missing or config.upgrades):
+        _add_contract(config, kinds, section, cid, options, err)
+    if not config.specs:
         raise err(
             "no contract of this tool's types (removed_modules, operator_groups, layer, missing_imports, "
             "dependency_upgrade) "
@@ -589,6 +568,98 @@ def load(path: str) -> Config:
             option="contract_types",
         )
     return config
+
+
+class _Errors:
+    """`err(message, section=the session's, option=None)`: a ConfigError naming one file."""
+
+    def __init__(self, raw) -> None:
+        self.display = raw.display
+        # How messages name the session's section: `[importlinter]`, or pyproject's table.
+        self.session = "tool.importlinter" if raw.is_toml else SECTION
+
+    def __call__(self, message: str, section: str | None = None, option: str | None = None) -> ConfigError:
+        section = self.session if section is None else section
+        return ConfigError(_shown(message), file=self.display, section=_shown(section),
+                           option=option and _shown(option))
+
+
+def _check_session_options(session: dict, err) -> None:
+    unknown = sorted(set(session) - SESSION_OPTIONS)
+    if unknown:
+        raise err(f"unrecognized option (known: {', '.join(sorted(SESSION_OPTIONS))}).", option=unknown[0])
+
+
+def _root_packages(session: dict, err) -> tuple[str, ...]:
+    """`root_packages` (or import-linter's `root_package`): top-level package names, at least one."""
+    roots = as_lines(session.get("root_packages")) or as_lines(session.get("root_package"))
+    if not roots:
+        raise err("name the package(s) to check with 'root_packages'.", option="root_packages")
+    for r in roots:
+        if not _IDENT_RE.match(r):
+            raise err(f"'{r}' is not a top-level package name.", option="root_packages")
+    return tuple(roots)
+
+
+def _contract_kinds(type_lines: list[str], err) -> dict[str, str]:
+    """`contract_types` lines: type name -> this tool's contract kind, or `other:CLASS` for a
+    class of someone else's."""
+    kinds: dict[str, str] = {}
+    for line in type_lines:
+        name, sep, cls = line.partition(":")
+        if not sep or not name.strip() or not cls.strip():
+            raise err(f"line '{line}' must be 'name: module.Class'.", option="contract_types")
+        kinds[name.strip()] = OWN_CLASSES.get(cls.strip(), "other:" + cls.strip())
+    return kinds
+
+
+def _strict_baseline(session: dict, err) -> bool:
+    """`strict_baseline = true|false` (default false)."""
+    strict = session.get("strict_baseline")
+    if strict is None:
+        return False
+    value = strict.strip().lower() if isinstance(strict, str) else None
+    if value not in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+        raise err("expected true or false.", option="strict_baseline")
+    return value in ("true", "yes", "on", "1")
+
+
+# The `Config` list that holds the specs of each contract kind.
+SPEC_FIELDS = {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers",
+               "missing_imports": "missing", "dependency_upgrade": "upgrades"}
+
+
+def _add_contract(config: Config, kinds: dict[str, str], section: str, cid: str, options: dict, err) -> None:
+    """One contract section: its checked spec added to `config`, or its id to `config.skipped`
+    when it is of a type `lint-imports` runs (a stock one, or another registered class)."""
+    kind = _contract_kind(kinds, section, options, err)
+    if kind is None or kind.startswith("other:"):
+        config.skipped.append(cid)
+        return
+    unknown = sorted(set(options) - KNOWN_OPTIONS[kind] - {"name", "type", "id"})
+    if unknown:
+        raise err(f"unrecognized option for a '{options['type']}' contract.", section=section, option=unknown[0])
+    try:
+        spec = SPEC_BUILDERS[kind](cid, options)
+    except OptionError as e:
+        raise err(str(e), section=section, option=e.option) from None
+    getattr(config, SPEC_FIELDS[kind]).append(spec)
+
+
+def _contract_kind(kinds: dict[str, str], section: str, options: dict, err) -> str | None:
+    """The kind of a contract's `type` (`_contract_kinds`); None for a stock import-linter type."""
+    ctype = options.get("type")
+    if not ctype or isinstance(ctype, list):
+        raise err("every contract needs a single 'type'.", section=section, option="type")
+    kind = kinds.get(ctype)
+    if kind is None and ctype not in STOCK_TYPES:
+        known = sorted(set(kinds) | STOCK_TYPES)
+        raise err(
+            f"unknown contract type '{ctype}' (known: {', '.join(known)}; register yours "
+            f"under 'contract_types' in [{err.session}]).",
+            section=section, option="type",
+        )
+    return kind
 
 
 # Every option the [importlinter] section may have: import-linter's own session options (what
@@ -607,8 +678,7 @@ LAYOUT_OPTIONS = ("source_dir", "importer_paths", "exclude")
 
 
 def _layout(config: Config, session: dict, err) -> None:
-    from contracts.globs import GlobError, check_patterns, compile_pattern
-
+    """The layout options (`LAYOUT_OPTIONS`) into `config`, each checked."""
     source = session.get("source_dir")
     if source is not None:
         if isinstance(source, list) or not str(source).strip():
@@ -640,9 +710,6 @@ def _inside_repository(config: Config, err) -> None:
     committed with the tree: one that resolves outside the config's repository (its git top
     level, else the config's directory) is an error. The command line (`--src`, PATHs) may
     name anything: that is the user's choice, not the tree's."""
-    from contracts.config_source import repository_root
-    from contracts.safe_paths import is_inside
-
     repo = os.path.realpath(repository_root(config.base) or config.base)
     named = [("source_dir", config.source_dir)] if config.source_dir else []
     named += [("importer_paths", entry) for entry in config.importer_paths]

@@ -142,43 +142,60 @@ def _read_ini(path: str, display: str) -> RawConfig:
         with open(path, encoding="utf-8") as f:
             parser.read_file(f)
     except (configparser.Error, UnicodeDecodeError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(shown(f"cannot be read as INI: {first}"), file=display) from None
+        raise ConfigError(shown(f"cannot be read as INI: {_first_line(e)}"), file=display) from None
     if SECTION not in parser:
         raise ConfigError(f"has no [{SECTION}] section.", file=display)
     raw = RawConfig(os.path.abspath(path), display, _clean(parser[SECTION]))
     for section in parser.sections():
         if section.startswith(CONTRACT_PREFIX):
             raw.contracts.append((section, section[len(CONTRACT_PREFIX):], _clean(parser[section])))
-    warn = raw.warnings.append
-    for section in [SECTION] + [s for s in parser.sections() if s.startswith(CONTRACT_PREFIX)]:
-        for option, value in parser[section].items():
-            if "%" in value:
-                warn(f"{display}, section [{shown(section)}], option '{shown(option)}': the value has a `%`, "
-                     f"which lint-imports reads as interpolation (`%%` for a literal `%`), this tool literally")
-    for option in LIST_OPTIONS:
-        value = raw.session.get(option)
-        if isinstance(value, str) and value.strip():
-            warn(f"{display}, section [{SECTION}], option '{option}': a one-line value; lint-imports reads "
-                 f"it as a string, not a list: put each item on its own line below `{option} =`")
+    raw.warnings += _ini_divergences(parser, raw.session, display)
     return raw
 
 
-def _read_toml(path: str, display: str) -> RawConfig:
+def _first_line(e: Exception) -> str:
+    """The first line of a parser's error message (its name when it has none)."""
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _ini_divergences(parser: configparser.ConfigParser, session: dict, display: str) -> list[str]:
+    """What lint-imports reads differently in this INI file: a `%` (interpolation there), a
+    one-line list option (a string there)."""
+    warnings = []
+    for section in [SECTION] + [s for s in parser.sections() if s.startswith(CONTRACT_PREFIX)]:
+        for option, value in parser[section].items():
+            if "%" in value:
+                warnings.append(f"{display}, section [{shown(section)}], option '{shown(option)}': the value has "
+                                f"a `%`, which lint-imports reads as interpolation (`%%` for a literal `%`), this "
+                                f"tool literally")
+    for option in LIST_OPTIONS:
+        value = session.get(option)
+        if isinstance(value, str) and value.strip():
+            warnings.append(f"{display}, section [{SECTION}], option '{option}': a one-line value; lint-imports "
+                            f"reads it as a string, not a list: put each item on its own line below `{option} =`")
+    return warnings
+
+
+def _toml_loader(display: str):
+    """`tomllib`, or `tomli` before Python 3.11."""
     try:
-        import tomllib
+        import tomllib  # only for a pyproject.toml: every other start-up would pay for it
     except ModuleNotFoundError:  # Python 3.10
         try:
             import tomli as tomllib
         except ModuleNotFoundError:
             raise ConfigError("reading pyproject.toml needs Python 3.11+ or the `tomli` package "
                               "(pip install tomli), or pass --config .importlinter", file=display) from None
+    return tomllib
+
+
+def _read_toml(path: str, display: str) -> RawConfig:
+    tomllib = _toml_loader(display)
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(shown(f"cannot be read as TOML: {first}"), file=display) from None
+        raise ConfigError(shown(f"cannot be read as TOML: {_first_line(e)}"), file=display) from None
     tool = data.get("tool")
     session = tool.get("importlinter") if isinstance(tool, dict) else None
     if not isinstance(session, dict) or not session:
@@ -190,20 +207,24 @@ def _read_toml(path: str, display: str) -> RawConfig:
         raise ConfigError("expected an array of tables `[[tool.importlinter.contracts]]`.",
                           file=display, section=section, option="contracts")
     raw = RawConfig(os.path.abspath(path), display, _strings(session), is_toml=True)
-    for i, contract in enumerate(contracts):
-        options = _strings(contract)
-        label = f"tool.importlinter.contracts[{i}]"
-        cid = options.get("id")
-        if not isinstance(cid, str) or not cid.strip():
-            # import-linter needs no id; this tool names findings and `--contract` by it.
-            name = options.get("name")
-            cid = name if isinstance(name, str) and name.strip() else str(i)
-        raw.contracts.append((label, cid.strip(), options))
+    raw.contracts += [_toml_contract(i, contract) for i, contract in enumerate(contracts)]
     for option in LIST_OPTIONS:
         if isinstance(raw.session.get(option), str):
             raw.warnings.append(f"{display}, section [{section}], option '{option}': a string; lint-imports "
                                 f"needs a list (`{option} = [\"...\"]`)")
     return raw
+
+
+def _toml_contract(i: int, contract: dict) -> tuple[str, str, dict]:
+    """(section label, id, options) of the `i`th `[[tool.importlinter.contracts]]` table."""
+    options = _strings(contract)
+    label = f"tool.importlinter.contracts[{i}]"
+    cid = options.get("id")
+    if not isinstance(cid, str) or not cid.strip():
+        # import-linter needs no id; this tool names findings and `--contract` by it.
+        name = options.get("name")
+        cid = name if isinstance(name, str) and name.strip() else str(i)
+    return label, cid.strip(), options
 
 
 def _strings(table: dict) -> dict:

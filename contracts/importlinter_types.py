@@ -75,6 +75,25 @@ class _OwnContract(Contract):
         return str(self.contract_options.get("id", self.name))
 
     def _result(self) -> tuple[Result, str]:
+        """(the run this contract is read from, the source directory): every contract of one
+        config is checked in one run per lint-imports run; a contract whose full run another
+        contract's error stopped is run alone, so each is broken by its own error only."""
+        cfg, src = self._config()
+        key = (src, cfg.fingerprint)
+        # `lint-imports --no-cache` turns off this tool's cache too: every run is then cold.
+        cache_dir = None if _no_cache() else os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
+        if key not in _RUNS:
+            _RUNS[key] = self._run_all(cfg, src, cache_dir)
+        if isinstance(_RUNS[key], ConfigError):
+            own = (key, self.spec.id)
+            if own not in _RUNS:
+                _RUNS[own] = run(cfg, src, cache_dir=cache_dir, contract_ids=[self.spec.id])
+            return _RUNS[own], src
+        return _RUNS[key], src
+
+    def _config(self) -> tuple[config_mod.Config, str]:
+        """(the configuration holding this contract, the source directory): the file lint-imports
+        reads, else one made of this contract alone."""
         roots = config_mod.as_lines(self.session_options.get("root_packages")) or \
             config_mod.as_lines(self.session_options.get("root_package"))
         path = _config_path()
@@ -87,32 +106,24 @@ class _OwnContract(Contract):
         src = cfg.source_dir if cfg is not None and cfg.source_dir else _src_for(roots[0])
         if cfg is None or self.spec not in cfg.specs:
             cfg = config_mod.Config(path=os.path.abspath(path or ".importlinter"), root_packages=tuple(roots))
-            getattr(cfg, {"removed_modules": "removed", "operator_groups": "groups", "layer": "layers",
-                          "missing_imports": "missing", "dependency_upgrade": "upgrades"}[self.kind]).append(self.spec)
-        key = (src, cfg.fingerprint)
-        # `lint-imports --no-cache` turns off this tool's cache too: every run is then cold.
-        cache_dir = None if _no_cache() else os.path.join(os.path.dirname(cfg.path), ".namespace_lint_cache")
-        if key not in _RUNS:
-            if not _RUNS:
-                for line in cfg.warnings:  # once per lint-imports run
-                    print(f"namespace-lint: warning: {line}", file=sys.stderr)
-            try:
-                _RUNS[key] = run(cfg, src, cache_dir=cache_dir)
-            except ConfigError as e:
-                if e.section != f"importlinter:contract:{self.spec.id}":
-                    _RUNS[key] = e  # another contract's fault (a container this tree lacks)
-                else:
-                    raise
-            else:
-                for line in _RUNS[key].warnings:  # once per run, not per contract
-                    print(f"namespace-lint: warning: {line}", file=sys.stderr)
-        if isinstance(_RUNS[key], ConfigError):
-            # Each contract is broken by its own error only: this one runs alone.
-            own = (key, self.spec.id)
-            if own not in _RUNS:
-                _RUNS[own] = run(cfg, src, cache_dir=cache_dir, contract_ids=[self.spec.id])
-            return _RUNS[own], src
-        return _RUNS[key], src
+            getattr(cfg, config_mod.SPEC_FIELDS[self.kind]).append(self.spec)
+        return cfg, src
+
+    def _run_all(self, cfg: config_mod.Config, src: str, cache_dir: str | None) -> Result | ConfigError:
+        """Every contract of `cfg` in one run, its warnings printed once; the ConfigError of
+        another contract (a container this tree lacks) as the value."""
+        if not _RUNS:
+            for line in cfg.warnings:  # once per lint-imports run
+                print(f"namespace-lint: warning: {line}", file=sys.stderr)
+        try:
+            result = run(cfg, src, cache_dir=cache_dir)
+        except ConfigError as e:
+            if e.section != f"importlinter:contract:{self.spec.id}":
+                return e
+            raise
+        for line in result.warnings:  # once per run, not per contract
+            print(f"namespace-lint: warning: {line}", file=sys.stderr)
+        return result
 
     def check(self, graph, verbose: bool) -> ContractCheck:
         try:

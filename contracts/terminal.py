@@ -71,6 +71,7 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.enabled and self._thread is None:
+            # Not at the top: `--help` imports this module, and does not need the engine.
             from contracts.engine import workers
 
             self._stop.clear()

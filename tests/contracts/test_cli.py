@@ -216,3 +216,27 @@ def test_the_exit_flushes_the_output_runs_the_exit_handlers_and_keeps_the_code(t
         assert "torn down" not in proc.stderr  # no teardown: the objects were not freed one by one
     else:
         assert marker.read_text() == "thread done;handler ran;"
+
+
+_LOADED = """
+import sys
+from contracts.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(" ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["--output-format", "bogus"], ["upgrade", "--help"]])
+def test_help_and_usage_errors_load_neither_the_engine_nor_the_heavy_dependencies(tmp_path, args):
+    """What only a run needs (the engine, libcst, grimp, import-linter) is imported once the
+    arguments are parsed: `--help`, `--version` and a usage error start without it."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _LOADED, *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    loaded = proc.stderr.strip().splitlines()[-1].split()
+    heavy = [m for m in loaded if m.startswith(("contracts.engine", "contracts.check", "contracts.fix", "libcst",
+                                                "grimp", "importlinter"))]
+    assert heavy == [], heavy
