@@ -11,17 +11,24 @@ used: one warning, and the run goes on without it.
 
 from __future__ import annotations
 
+import copy
 import functools
+import gc
 import os
 import time
 
+from contracts import ignores, rules
 from contracts._record import Record
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec, UpgradeSpec
+from contracts.config_source import display_name
 from contracts.engine import cache
+from contracts.engine.cache import content_digest
+from contracts.engine.importers import Layout, importer_files
 from contracts.engine.records import ScanPlan
 from contracts.engine.stamp import load_result, save_result
 from contracts.errors import UsageError
-from contracts.findings import Finding
+from contracts.findings import Finding, shown_path
+from contracts.rules import _missing
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:  # (a warm run answered by the stamp builds no model: not even loaded)
@@ -81,21 +88,51 @@ def _below_root(module: str) -> str:
 def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
     """What to scan for the contracts asked for (all by default): a run of `--contract ID` for a
     `removed_modules` contract builds no graph at all."""
-    wanted = (lambda spec: spec.id in contract_ids) if contract_ids else (lambda spec: True)
-    removed = [spec for spec in config.removed if wanted(spec)]
-    groups = [spec for spec in config.groups if wanted(spec)]
-    layers = [spec for spec in config.layers if wanted(spec)]
-    missing = [spec for spec in config.missing if wanted(spec)]
-    ast_words = {p.rsplit(".", 1)[-1].encode() for spec in removed for p in spec.removed}
-    ast_prefixes = {p for spec in removed for p in spec.removed}
+    removed, groups, layers, missing = (_chosen(specs, contract_ids)
+                                        for specs in (config.removed, config.groups, config.layers, config.missing))
+    removed_prefixes = [p for spec in removed for p in spec.removed]
+    graph_prefixes, graph_words, graph_named, name_prefixes = _graph_needs(groups, layers)
+    # A chain stops at a higher layer of any configured `layer` contract (see contract_findings),
+    # so the closure need not enter one, whichever contracts run.
+    stop = {m for spec in config.layers for m in spec.layers[:-1]}
+    return ScanPlan(
+        roots=config.root_packages,
+        ast_words=tuple(sorted({p.rsplit(".", 1)[-1].encode() for p in removed_prefixes})),
+        ast_prefixes=tuple(sorted(set(removed_prefixes))),
+        graph_words=tuple(sorted(graph_words)),
+        graph_prefixes=tuple(sorted(graph_prefixes)),
+        closure_stop=tuple(sorted(stop)),
+        name_prefixes=tuple(sorted(name_prefixes)),
+        removed=tuple(dict.fromkeys(removed_prefixes)),
+        exclude=tuple(config.exclude),
+        exclude_base=config.base if config.exclude else "",
+        texts=bool(missing),
+        statement_roots=_statement_roots(config, missing),
+        graph_named=tuple(sorted(graph_named)),
+        narrow=bool(graph_named and stop) and not _ignore_imports(removed, groups, layers, missing),
+    )
+
+
+def _chosen(specs: list, contract_ids: list[str] | None) -> list:
+    """The contracts of `specs` asked for (all by default)."""
+    return [spec for spec in specs if spec.id in contract_ids] if contract_ids else list(specs)
+
+
+def _ignore_imports(*kinds: list) -> bool:
+    """Does one of these contracts have `ignore_imports`?"""
+    return any(getattr(spec, "ignore_imports", ()) for specs in kinds for spec in specs)
+
+
+def _graph_needs(groups, layers) -> tuple[set[str], set[bytes], set[str], set[str]]:
+    """(graph prefixes, graph words, the packages a graph word must name, the prefixes whose
+    edges keep their names) for these `operator_groups` and `layer` contracts. A group's
+    edges are those into its container's top-level subpackage; the names an edge imports are
+    read by `private-import` alone, of edges into a group from outside it."""
     graph_prefixes: set[str] = set()
     graph_words: set[bytes] = set()
     graph_named: set[str] = set()
     name_prefixes: set[str] = set()
-    stop: set[str] = set()
     for spec in groups:
-        # (The names an edge imports are read by `private-import` alone, of edges into a group
-        # from outside it: see `ScanPlan.name_prefixes`.)
         name_prefixes.add(spec.container)
         for m in (spec.container, *spec.shared_modules):
             top = _below_root(m)
@@ -104,27 +141,7 @@ def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
             graph_named.add(top)
     for spec in layers:
         graph_prefixes.update(spec.layers[1:])
-    # A chain stops at a higher layer of any configured `layer` contract (see contract_findings),
-    # so the closure need not enter one, whichever contracts run.
-    for spec in config.layers:
-        stop.update(spec.layers[:-1])
-    return ScanPlan(
-        roots=config.root_packages,
-        ast_words=tuple(sorted(ast_words)),
-        ast_prefixes=tuple(sorted(ast_prefixes)),
-        graph_words=tuple(sorted(graph_words)),
-        graph_prefixes=tuple(sorted(graph_prefixes)),
-        closure_stop=tuple(sorted(stop)),
-        name_prefixes=tuple(sorted(name_prefixes)),
-        removed=tuple(dict.fromkeys(p for spec in removed for p in spec.removed)),
-        exclude=tuple(config.exclude),
-        exclude_base=config.base if config.exclude else "",
-        texts=bool(missing),
-        statement_roots=_statement_roots(config, missing),
-        graph_named=tuple(sorted(graph_named)),
-        narrow=bool(graph_named and stop) and not any(
-            getattr(spec, "ignore_imports", ()) for spec in (*removed, *groups, *layers, *missing)),
-    )
+    return graph_prefixes, graph_words, graph_named, name_prefixes
 
 
 def _statement_roots(config: Config, missing) -> tuple[str, ...]:
@@ -161,13 +178,9 @@ def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
     as in import-linter), then the findings they match are dropped, and a line that matched
     nothing is an `unused-allowed-import` finding (`_filtered` turns it into a warning under
     `unmatched_ignore_imports_alerting = warn`)."""
-    from contracts import ignores, rules
-
     patterns = getattr(spec, "ignore_imports", ())
     if not patterns or not isinstance(spec, (RemovedSpec, GroupsSpec, LayerSpec, MissingSpec)):
         return _rule_findings(model, config, spec)
-    import copy
-
     used: set[int] = set()
     view = copy.copy(model)
     view.edges = ignores.without_ignored(model.edges, patterns, used)
@@ -180,8 +193,7 @@ def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
 
 
 def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
-    from contracts import rules
-
+    """The findings of the rules of one contract, on the model its `ignore_imports` leave."""
     if isinstance(spec, RemovedSpec):
         return rules.removed_module.check(model, spec) + rules.shim_present.check(model, spec)
     if isinstance(spec, GroupsSpec):
@@ -197,6 +209,7 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
     if isinstance(spec, MissingSpec):
         return rules.missing_module.check(model, config, spec) + rules.missing_name.check(model, config, spec)
     if isinstance(spec, UpgradeSpec):
+        # (start-up: `upgrade` and its index load only for a `dependency_upgrade` contract)
         from contracts.upgrade import contract_upgrade
 
         return contract_upgrade(config, spec).check(config, model.src)[0]
@@ -206,8 +219,6 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
 def run(config: Config, src: str, paths: list[str] | None = None,
         cache_dir: str | None = None, contract_ids: list[str] | None = None, jobs: int | None = None) -> Result:
     """`jobs`: processes for reading the files (`engine/workers.py`; None: automatic)."""
-    import gc
-
     # No cyclic garbage collection while the tree is read and checked: what a run makes (records,
     # edges, parse trees, findings) holds no cycles, and the collector's passes over a heap that
     # only grows cost a cold run on 0.5.23 30-45 ms in this process alone (a forked child
@@ -249,6 +260,7 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     if full is None:
         # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
         # changed or added can carry a chain into a given file.
+        # (start-up: the model's modules, and grimp, load only where the cache does not answer)
         from contracts.engine.model import build_model
 
         model = build_model(src, plan, cache_dir, jobs, lazy=True)
@@ -324,9 +336,7 @@ def _from_data(data) -> Result | None:
         return None  # another shape: rebuild
 
 
-def _layout(config: Config):
-    from contracts.engine.importers import Layout
-
+def _layout(config: Config) -> Layout:
     return Layout(config.base, tuple(config.exclude), tuple(config.importer_paths))
 
 
@@ -339,7 +349,7 @@ def _package_model(src: str, plan: ScanPlan, cache_dir: str | None, jobs: int | 
     """The package's model, assembled: the one this run built, else built now (a run answered by
     the stamp has none; unchanged files come from the cache)."""
     if not built:
-        from contracts.engine.model import build_model
+        from contracts.engine.model import build_model  # (start-up: as in `_run`)
 
         built.append(build_model(src, plan, cache_dir, jobs, lazy=True))
     model = built[0]
@@ -357,37 +367,16 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     `missing_imports` findings of each importer by content digest, this run's, filled here): an
     importer whose content is the one recorded, checked against the same package, is answered
     from it without the package's model."""
-    from contracts import rules
-    from contracts.engine.importers import importer_files, importer_model
-
     specs = [spec for spec in config.removed if not contract_ids or spec.id in contract_ids]
     missing = [spec for spec in config.missing if not contract_ids or spec.id in contract_ids]
     if not specs and not missing:
         return full, []
     layout = _layout(config)
-    inside = _root_dirs(config, src)
-    outside: list[tuple[str, str]] = []  # symlinks out of the tree: not-scanned, never read or written
-    files, empty = importer_files(layout, inside, outside) if config.importer_paths else ([], [])
-    notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
-             f"'{entry}' names no .py file outside the root packages" for entry in empty]
-    if paths:
-        # Every importer is read (an unchanged test can import a module a given file was), and
-        # the PATHs decide what is reported (`_changed_filter`).
-        named = {os.path.abspath(p) for p in paths}
-        chosen = set(files)
-        for path in sorted(named):  # named explicitly: checked even where importer_paths does not reach
-            if path in chosen:
-                continue
-            if os.path.isdir(path) and not _is_inside(path, inside):
-                from contracts.engine.importers import Layout
-
-                chosen.update(importer_files(Layout(layout.base, layout.exclude, (path,)), inside)[0])
-            elif (path.endswith(".py") and os.path.isfile(path)
-                    and not _is_inside(path, inside) and not layout.excluded_by(path)):
-                chosen.add(path)
-        files = sorted(chosen)
+    files, outside, notes = _importer_paths(config, src, layout, paths)
     if not files and not outside:
         return full, notes
+    from contracts.engine.model import importer_model  # (start-up: as in `_run`)
+
     model = importer_model(sorted(set(files)), src, layout, plan.ast_words)
     model.discovery.skipped += [(os.path.relpath(path, src).replace(os.sep, "/"), reason) for path, reason in outside]
     results = [ContractResult(r.id, r.name, r.kind, _importers_of(r, config, specs, missing, model, package_model,
@@ -403,12 +392,41 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     ), notes
 
 
+def _importer_paths(config: Config, src: str, layout: Layout,
+                    paths: list[str] | None) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    """(the importer files to read; the symlinks out of the tree, as (path, reason): not-scanned,
+    never read or written; a note for each `importer_paths` entry that names no file)."""
+    inside = _root_dirs(config, src)
+    outside: list[tuple[str, str]] = []
+    files, empty = importer_files(layout, inside, outside) if config.importer_paths else ([], [])
+    notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
+             f"'{entry}' names no .py file outside the root packages" for entry in empty]
+    if paths:
+        # Every importer is read (an unchanged test can import a module a given file was), and
+        # the PATHs decide what is reported (`_changed_filter`).
+        files = _with_named(files, paths, layout, inside)
+    return files, outside, notes
+
+
+def _with_named(files: list[str], paths: list[str], layout: Layout, inside: list[str]) -> list[str]:
+    """`files` and the importers `paths` name explicitly: checked even where `importer_paths`
+    does not reach (a directory outside the root packages: its `.py` files)."""
+    chosen = set(files)
+    for path in sorted({os.path.abspath(p) for p in paths}):
+        if path in chosen:
+            continue
+        if os.path.isdir(path) and not _is_inside(path, inside):
+            chosen.update(importer_files(Layout(layout.base, layout.exclude, (path,)), inside)[0])
+        elif (path.endswith(".py") and os.path.isfile(path)
+                and not _is_inside(path, inside) and not layout.excluded_by(path)):
+            chosen.add(path)
+    return sorted(chosen)
+
+
 def _importer_findings(model, spec: RemovedSpec, package_findings) -> tuple[list[Finding], set[Finding]]:
     """(`removed-module` findings of the importers, with the contract's `ignore_imports` applied;
     the package's "`ignore_imports` line ... matches no import" findings whose line an importer
     did match)."""
-    from contracts import ignores, rules
-
     patterns = getattr(spec, "ignore_imports", ())
     used: set[int] = set()
     extra = ignores.filter_findings(rules.removed_module.check(model, spec), patterns, used)
@@ -438,9 +456,6 @@ def _importer_missing(package_model, config: Config, spec: MissingSpec, files, p
                       remembered: tuple[dict, dict]) -> tuple[list[Finding], set[Finding]]:
     """As `_importer_findings`, for a `missing_imports` contract: the importers' imports of
     modules and names the package does not have (see `_with_importers` for `remembered`)."""
-    from contracts import ignores
-    from contracts.rules import _missing
-
     new = remembered[1].setdefault(spec.id, {})
     found, todo = _remembered(files, remembered[0].get(spec.id, {}), new)
     if todo:
@@ -463,8 +478,6 @@ def _importer_missing(package_model, config: Config, spec: MissingSpec, files, p
 def _remembered(files, old: dict, new: dict) -> tuple[list[Finding], list]:
     """(the findings `old` holds for the files of `files` whose content is the recorded one,
     the other files with their content digests); `new` gets the entries used."""
-    from contracts.engine.cache import content_digest
-
     found: list[Finding] = []
     todo = []
     for f in files:
@@ -498,8 +511,6 @@ def _realpaths(tops: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def config_source_display(config: Config) -> str:
-    from contracts.config_source import display_name
-
     return display_name(config.path)
 
 
@@ -507,8 +518,6 @@ def named_file_notices(config: Config, src: str, paths: list[str] | None) -> lis
     """One line for each file named on the command line that no rule checks: excluded by the
     config, or not Python. (A `.py` file is otherwise always checked: as a module of the root
     packages, or as an importer.)"""
-    from contracts.findings import shown_path
-
     notices = []
     layout = _layout(config)
     for p in paths or ():
@@ -526,8 +535,6 @@ def named_file_notices(config: Config, src: str, paths: list[str] | None) -> lis
 
 def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> Result:
     """The findings of the whole tree (no path filter)."""
-    from contracts import rules
-
     model.assemble()
     engine = rules.parse_error.check(model) + rules.not_scanned.check(model)
     results = []

@@ -1,10 +1,9 @@
-"""A file's record, the unit the cache keeps, and the plan that says what goes into one.
+"""The plan that says what a run asks of every file, and the constants of a file's record.
 
-A record is a list of plain values (it is pickled by the cache and by a worker sending its part
-back), indexed by the constants below. `ScanPlan` is what a run asks of every file: which words
-or prefixes make it parsed with `ast`, which make its edges scanned, which packages the import
-closure starts from and stops at. Both the build (`model.py`) and the per-file reading
-(`reading.py`) use them.
+`ScanPlan` is what a run asks of every file: which words or prefixes make it parsed with `ast`,
+which make its edges scanned, which packages the import closure starts from and stops at. The
+record each file gets is `file_record.FileRecord`; its `flags` are the constants below. (This
+module is imported by a warm run, answered from the cache: it defines no dataclass.)
 """
 
 from __future__ import annotations
@@ -12,23 +11,22 @@ from __future__ import annotations
 from functools import cached_property
 
 from contracts._record import Record
+from contracts.engine.importers import Layout
 from contracts.prefixes import PrefixIndex
 
 # A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
 # memory stays bounded whatever the tree holds (an 8 GiB file, a link to /dev/zero is not even
-# a regular file). Upstream sglang's whole tree is 68 MB; its largest file 375 kB.
+# a regular file).
 MAX_READ_BYTES = 64 * 2**20
 # The prefix of every "could not read the file" reason: such a file is `not-scanned`, not a
 # `parse-error` (it was never looked at).
 UNREADABLE = "cannot read"
 
-SCAN_VERSION = "10"  # 10: those files scanned up to the statement after the last line that may name the package (`reading.narrow_cut`); 9: a higher layer's files naming the kernel package keep only their edges into it (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
+# Part of the cache key: bumped when what a record holds, or how it is found, changes.
+SCAN_VERSION = "10"  # 10: narrow files scanned up to the statement after their last line that may name `graph_named` (`reading.narrow_cut`); 9: narrow files keep only their edges into `graph_named` (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
-# A record, one per file (a list of plain values): the fields by index.
-MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
-SEMANTIC = slice(FLAGS, NAMES + 1)  # what the rules see of a record
-AST, GRAPH, DECODED = 1, 2, 4  # FLAGS: parse it with ast (names a removed module); scan its
-# edges; Python decodes it otherwise than grimp's scanner does (its edges come from ast)
+AST, GRAPH, DECODED = 1, 2, 4  # `FileRecord.flags`: parse it with ast (it may name a removed
+# module); scan its edges; Python decodes it otherwise than grimp's scanner does (its edges come from ast)
 
 
 class ScanPlan(Record, frozen=True):
@@ -54,16 +52,14 @@ class ScanPlan(Record, frozen=True):
     # contract: each file's import statements and column-0 definitions are then read where the
     # file is read (in the workers, `Model.statements`), not after.
     statement_roots: tuple[str, ...]
-    # The packages whose importers get their edges scanned (the operator groups' kernel package):
-    # a file holding one of `graph_words` is scanned only if the prefilter finds a line of it that
-    # may name a module under one of these (`triton_kernels`, `self.kernels`, prose are not).
-    # Empty: the word alone decides.
+    # Packages whose importers get their edges scanned: a file holding one of `graph_words` is
+    # scanned only if the prefilter finds a line of it that may name a module under one of these
+    # (for `pkg.kernels`: not `triton_kernels`, `self.kernels` or prose). Empty: the word alone decides.
     graph_named: tuple[str, ...]
-    # A file in a `closure_stop` package (a higher layer) that is a graph file only because it
-    # may name `graph_named` keeps only its edges into `graph_named`: the closure never enters
-    # it, and no rule reads its other imports (the operator groups' read imports into the kernel
-    # package; a layer's, those of its lower layers' modules). Off where a contract has
-    # `ignore_imports`: a line there may name any import, and whether it matches one is reported.
+    # A file in a `closure_stop` package that is a graph file only because it may name
+    # `graph_named` keeps only its edges into `graph_named`: the closure never enters it, and the
+    # plan's maker (`check.plan_for`) says no rule reads its other imports. Off where a contract
+    # has `ignore_imports`: a line there may name any import, and whether it matches one is reported.
     narrow: bool
 
     def __init__(self, roots: tuple[str, ...], ast_words: tuple[bytes, ...], ast_prefixes: tuple[str, ...],
@@ -77,15 +73,18 @@ class ScanPlan(Record, frozen=True):
                              statement_roots=statement_roots, graph_named=graph_named, narrow=narrow)
 
     @property
-    def layout(self):
+    def layout(self) -> Layout | None:
         """The `importers.Layout` whose exclusions the walk honours, or None."""
-        from contracts.engine.importers import Layout
-
         return Layout(self.exclude_base, self.exclude) if self.exclude else None
 
     @property
     def key(self) -> str:
         return repr((SCAN_VERSION, self))
+
+    @cached_property
+    def looks_for_nothing(self) -> bool:
+        """No word or prefix to look for in a file (a plan for the text-reading rules alone)."""
+        return not (self.ast_words or self.graph_words or self.ast_prefixes or self.graph_prefixes or self.removed)
 
     @cached_property
     def ast_index(self) -> PrefixIndex:
@@ -109,8 +108,8 @@ class ScanPlan(Record, frozen=True):
 
     def narrow_file(self, module: str, flags: int) -> bool:
         """Does the graph file `module` (a record's `flags`) keep only its edges into
-        `graph_named` (see `narrow`)? Not a file under a graph prefix, one `ast` reads for the
-        removal rules, or one read otherwise than its bytes (DECODED)."""
+        `graph_named` (see `narrow`)? Not a file under a graph prefix, one `ast` reads (AST), or
+        one read otherwise than its bytes (DECODED)."""
         return (self.narrow and not flags & (AST | DECODED) and self.graph_index.longest_of(module) is None
                 and self.stop_index.longest_of(module) is not None)
 
