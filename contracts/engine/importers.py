@@ -3,7 +3,7 @@ and what `exclude` leaves out of every walk.
 
 A repository may keep its package in one directory and much code beside it (`test/`,
 `benchmark/`, `scripts/`): a stale import there breaks just the same. Those files are importers, not modules
-of the graph: they are scanned for references (the rules that need no graph, `removed-module`),
+of the graph: they are scanned for references (for the rules that need no graph),
 never given graph edges. They are read on every run, never cached, so the cached findings of
 the package never hide an edit to a test; only a file that contains a word a rule looks for is
 parsed, and only around those words. (With PATHs, as in pre-commit, only the files under them

@@ -323,7 +323,7 @@ class _Build:
         old, disc = self.old, self.disc
         return bool(old.get("discovery") == listing and old.get("skipped") == disc.skipped
                     and old.get("other_modules", {}) == disc.other_modules
-                    and not (self.plan.texts and self.touched)  # what the text-reading rule sees changed
+                    and not (self.plan.texts and self.touched)  # what a rule reading the texts sees changed
                     and old.get("unreadable") == self.unreadable and old.get("generation")
                     and all(rel in self.old_files and self.records[rel].semantic() == self.old_files[rel].semantic()
                             for rel in self.touched))

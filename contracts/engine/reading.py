@@ -674,7 +674,7 @@ def _names_at(f: SourceFile, text: bytes | None, line: int, contents: str, decod
 
 
 def _one_child(importer: str, imported: str, prefix: str) -> bool:
-    """Do `importer` and `imported` lie in one child package of `prefix` (a group importing
+    """Do `importer` and `imported` lie in one child package of `prefix` (a package importing
     itself)? Such an edge keeps no names: fewer names to read."""
     head = prefix + "."
     if not importer.startswith(head):

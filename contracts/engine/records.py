@@ -37,7 +37,7 @@ class ScanPlan(Record, frozen=True):
     graph_prefixes: tuple[str, ...]  # modules under these always get their edges scanned
     closure_stop: tuple[str, ...]  # the import closure does not enter these
     # Edges into these keep their from-imported names, but for an edge between two modules of
-    # one child package of a prefix (a group's imports of itself: no rule reads their names).
+    # one child package of a prefix (a package's imports of itself: the plan asks no names of those).
     name_prefixes: tuple[str, ...]
     # The removed prefixes themselves: files are routed to ast by `prefilter.py` (lookups by
     # name parts, one pass over the bytes), not by searching for each of `ast_words`.
@@ -45,12 +45,13 @@ class ScanPlan(Record, frozen=True):
     # The config's `exclude` patterns and the directory they are relative to (`importers.py`).
     exclude: tuple[str, ...]
     exclude_base: str
-    # A rule reads the text of every file itself (`missing_imports`): the bytes read are kept
-    # in `Model.texts`, and any changed file changes the generation.
+    # A rule reads the text of every file itself: the bytes read are kept in `Model.texts`, and
+    # any changed file changes the generation.
     texts: bool
-    # The root names of the `missing_imports` packages, when one reader serves every such
-    # contract: each file's import statements and column-0 definitions are then read where the
-    # file is read (in the workers, `Model.statements`), not after.
+    # The root names a statement reader (`import_lines.StatementReader`) is made for, when one
+    # reader serves every contract that reads statements: each file's import statements and
+    # column-0 definitions are then read where the file is read (in the workers,
+    # `Model.statements`), not after.
     statement_roots: tuple[str, ...]
     # Packages whose importers get their edges scanned: a file holding one of `graph_words` is
     # scanned only if the prefilter finds a line of it that may name a module under one of these
