@@ -274,12 +274,15 @@ class _Build:
         self.touched.update(f.rel for f in files)
         store_edges(self.records, files, edges, failed, self.plan, {})
 
+    def _with_flag(self, flag: int) -> list[SourceFile]:
+        """The files whose record has `flag`, in walk order (as the records are, once merged)."""
+        return [self.by_rel[rel] for rel, rec in self.records.items() if rec.flags & flag]
+
     def _scan_unscanned(self) -> None:
         """The graph files whose edges an earlier run did not scan: scanned now."""
         records, plan, decoded = self.records, self.plan, self.decoded
-        decoded |= {f.module for f in self.disc.files if f.rel in records and records[f.rel].flags & DECODED}
-        leftover = [f for f in self.disc.files
-                    if f.rel in records and records[f.rel].flags & GRAPH and self.needs_edges(f)]
+        decoded |= {f.module for f in self._with_flag(DECODED)}
+        leftover = [f for f in self._with_flag(GRAPH) if records[f.rel].wants_edges()]
         whole = [f for f in leftover if not plan.narrow_file(f.module, records[f.rel].flags)]
         if whole:
             self.add_edges(whole, *self.scanner.scan(whole, decoded))
@@ -290,7 +293,7 @@ class _Build:
     def close_graph(self) -> set[str]:
         """The graph files, and the modules reached from the graph prefixes by imports."""
         records, plan = self.records, self.plan
-        graph_set = {f.module for f in self.disc.files if f.rel in records and records[f.rel].flags & GRAPH}
+        graph_set = {f.module for f in self._with_flag(GRAPH)}
         if plan.graph_prefixes:
             rel_of = {m: f.rel for m, f in self.known.items()}
             early = self.early
