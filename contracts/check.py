@@ -258,23 +258,9 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     status = "warm"
     computed = full is None
     if full is None:
-        # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
-        # changed or added can carry a chain into a given file.
-        # (start-up: the model's modules, and grimp, load only where the cache does not answer)
-        from contracts.engine.model import build_model
-
-        model = build_model(src, plan, cache_dir, jobs, lazy=True)
+        model, data, full = _from_model(config, src, plan, contract_ids, cache_dir, key, jobs, timings, clock)
         built.append(model)
         status = model.cache_status
-        if key:
-            data = load_result(src, plan, cache_dir, key, generation=model.generation)
-            full = _from_data(data)
-        timings["model"] = time.perf_counter() - clock
-        timings.update({f"model: {step}": seconds for step, seconds in model.phases.items()})
-        if full is None:
-            clock = time.perf_counter()
-            full = _evaluate(model, config, contract_ids)
-            timings["rules"] = time.perf_counter() - clock
     else:
         timings["cache"] = time.perf_counter() - clock
     known = _importer_cache(data)
@@ -293,6 +279,27 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     result.warnings.extend(warnings + notes)
     result.notices = named_file_notices(config, src, paths)
     return result
+
+
+def _from_model(config: Config, src: str, plan: ScanPlan, contract_ids: list[str] | None, cache_dir: str | None,
+                key: str | None, jobs: int | None, timings: dict[str, float], clock: float) -> tuple:
+    """(the package's model, built; the value stored for its generation, or None; the findings:
+    those stored where the model's generation has them, else the rules')."""
+    # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
+    # changed or added can carry a chain into a given file.
+    # (start-up: the model's modules, and grimp, load only where the cache does not answer)
+    from contracts.engine.model import build_model
+
+    model = build_model(src, plan, cache_dir, jobs, lazy=True)
+    data = load_result(src, plan, cache_dir, key, generation=model.generation) if key else None
+    full = _from_data(data)
+    timings["model"] = time.perf_counter() - clock
+    timings.update({f"model: {step}": seconds for step, seconds in model.phases.items()})
+    if full is None:
+        clock = time.perf_counter()
+        full = _evaluate(model, config, contract_ids)
+        timings["rules"] = time.perf_counter() - clock
+    return model, data, full
 
 
 def _usable_cache(cache_dir: str, config: Config, src: str, warnings: list[str]) -> str | None:

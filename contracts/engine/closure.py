@@ -205,13 +205,19 @@ def close(graph_index, stop, known, records: dict, rel_of: dict, needs_edges, sc
     while frontier:
         frontier = _next_round(frontier, reached, records, rel_of, stop)
         todo = [known[m] for m in frontier if m in known and needs_edges(known[m])]
-        have = [f for f in todo if f.module in ready]
-        rest = [f for f in todo if f.module not in ready]
-        if have:
-            store(have, *answer)
-        if rest:
-            store(rest, *scan(rest))
+        _store_round(todo, ready, answer, scan, store)
     return reached
+
+
+def _store_round(todo: list, ready, answer: list, scan, store) -> None:
+    """The edges of a round's files stored: from the early `answer` for the modules it holds
+    (`ready`), from a scan now for the rest."""
+    have = [f for f in todo if f.module in ready]
+    rest = [f for f in todo if f.module not in ready]
+    if have:
+        store(have, *answer)
+    if rest:
+        store(rest, *scan(rest))
 
 
 def _scan_predicted(frontier: list[str], known, records: dict, rel_of: dict, stop, needs_edges, scan) -> tuple:
