@@ -77,76 +77,24 @@ class Result(Record):
         self.hashed = hashed
 
 
-def _below_root(module: str) -> str:
-    """`sglang.kernels.ops` -> `sglang.kernels`: the top-level subpackage holding it."""
-    parts = module.split(".")
-    return ".".join(parts[:2])
+# The rules each kind of contract runs (`_rule_findings`): the scan plan is the union of their `needs`.
+_RULES = {
+    RemovedSpec: ("removed_module", "shim_present"),
+    GroupsSpec: ("group_boundary", "private_import", "unknown_group", "unused_allowed_import"),
+    LayerSpec: ("layer",),
+    MissingSpec: ("missing_module", "missing_name"),
+}
 
 
 def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
-    """What to scan for the contracts asked for (all by default): a run of `--contract ID` for a
-    `removed_modules` contract builds no graph at all."""
-    removed, groups, layers, missing = (_chosen(specs, contract_ids)
-                                        for specs in (config.removed, config.groups, config.layers, config.missing))
-    removed_prefixes = [p for spec in removed for p in spec.removed]
-    graph_prefixes, graph_words, graph_named, name_prefixes = _graph_needs(groups, layers)
-    # A chain stops at a higher layer of any configured `layer` contract (see contract_findings),
-    # so the closure need not enter one, whichever contracts run.
-    stop = {m for spec in config.layers for m in spec.layers[:-1]}
-    return ScanPlan(
-        roots=config.root_packages,
-        ast_words=tuple(sorted({p.rsplit(".", 1)[-1].encode() for p in removed_prefixes})),
-        ast_prefixes=tuple(sorted(set(removed_prefixes))),
-        graph_words=tuple(sorted(graph_words)),
-        graph_prefixes=tuple(sorted(graph_prefixes)),
-        closure_stop=tuple(sorted(stop)),
-        name_prefixes=tuple(sorted(name_prefixes)),
-        removed=tuple(dict.fromkeys(removed_prefixes)),
-        exclude=tuple(config.exclude),
-        exclude_base=config.base if config.exclude else "",
-        texts=bool(missing),
-        statement_roots=_statement_roots(config, missing),
-        graph_named=tuple(sorted(graph_named)),
-        narrow=bool(graph_named and stop) and not _ignore_imports(removed, groups, layers, missing),
-    )
-
-
-def _chosen(specs: list, contract_ids: list[str] | None) -> list:
-    """The contracts of `specs` asked for (all by default)."""
-    return [spec for spec in specs if spec.id in contract_ids] if contract_ids else list(specs)
-
-
-def _ignore_imports(*kinds: list) -> bool:
-    """Does one of these contracts have `ignore_imports`?"""
-    return any(getattr(spec, "ignore_imports", ()) for specs in kinds for spec in specs)
-
-
-def _graph_needs(groups, layers) -> tuple[set[str], set[bytes], set[str], set[str]]:
-    """(graph prefixes, graph words, the packages a graph word must name, the prefixes whose
-    edges keep their names) for these `operator_groups` and `layer` contracts. A group's
-    edges are those into its container's top-level subpackage; the names an edge imports are
-    read by `private-import` alone, of edges into a group from outside it."""
-    graph_prefixes: set[str] = set()
-    graph_words: set[bytes] = set()
-    graph_named: set[str] = set()
-    name_prefixes: set[str] = set()
-    for spec in groups:
-        name_prefixes.add(spec.container)
-        for m in (spec.container, *spec.shared_modules):
-            top = _below_root(m)
-            graph_prefixes.add(top)
-            graph_words.add(top.rsplit(".", 1)[-1].encode())
-            graph_named.add(top)
-    for spec in layers:
-        graph_prefixes.update(spec.layers[1:])
-    return graph_prefixes, graph_words, graph_named, name_prefixes
-
-
-def _statement_roots(config: Config, missing) -> tuple[str, ...]:
-    """The root names `missing_imports` reads statements for, when one reader serves every such
-    contract (then the workers read them with the files; else the rule reads them itself)."""
-    roots = {spec.statement_roots(config.root_packages) for spec in missing}
-    return roots.pop() if len(roots) == 1 else ()
+    """What to scan for the contracts asked for (all by default): what their rules need, united
+    (`ScanPlan.united`). A run of `--contract ID` for a `removed_modules` contract builds no graph."""
+    specs = [spec for spec in config.specs
+             if type(spec) in _RULES and (not contract_ids or spec.id in contract_ids)]
+    needs = [getattr(rules, name).needs(spec, config) for spec in specs for name in _RULES[type(spec)]]
+    return ScanPlan.united(config.root_packages, needs, exclude=tuple(config.exclude),
+                           exclude_base=config.base if config.exclude else "",
+                           narrow=not any(getattr(spec, "ignore_imports", ()) for spec in specs))
 
 
 def _validate_tree(config: Config, src: str, contract_ids: list[str] | None = None) -> None:

@@ -25,6 +25,19 @@ UNREADABLE = "cannot read"
 # Part of the cache key: bumped when what a record holds, or how it is found, changes.
 SCAN_VERSION = "10"  # 10: narrow files scanned up to the statement after their last line that may name `graph_named` (`reading.narrow_cut`); 9: narrow files keep only their edges into `graph_named` (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
+# What a rule may ask of the scan: each rule module's `needs(spec, config)` gives a dict of these
+# (any left out: nothing), and `ScanPlan.united` makes one plan of every rule's.
+NEEDS = {
+    "removed": "prefixes of removed modules: a file that may name one is parsed with `ast` around those lines",
+    "parsed": "prefixes whose modules are always parsed with `ast`",
+    "edges": "packages whose modules get their edges scanned, and the import closure from them",
+    "edges_named": "as `edges`, and any file that may name one of these packages gets its edges too",
+    "names": "prefixes into which an edge keeps its from-imported names",
+    "closure_stop": "packages the import closure does not enter",
+    "texts": "True: every file's text is kept for the rule",
+    "statement_roots": "root names each file's import statements are read for (one set per plan)",
+}
+
 AST, GRAPH, DECODED = 1, 2, 4  # `FileRecord.flags`: parse it with ast (it may name a removed
 # module); scan its edges; Python decodes it otherwise than grimp's scanner does (its edges come from ast)
 
@@ -72,6 +85,37 @@ class ScanPlan(Record, frozen=True):
                              graph_prefixes=graph_prefixes, closure_stop=closure_stop, name_prefixes=name_prefixes,
                              removed=removed, exclude=exclude, exclude_base=exclude_base, texts=texts,
                              statement_roots=statement_roots, graph_named=graph_named, narrow=narrow)
+
+    @classmethod
+    def united(cls, roots: tuple[str, ...], needs: list[dict], exclude: tuple[str, ...] = (), exclude_base: str = "",
+               narrow: bool = True) -> ScanPlan:
+        """The plan that gives every rule what it `needs` (see `NEEDS`). `narrow`: whether files
+        that only may name an `edges_named` package may keep only their edges into it (off where
+        a contract's `ignore_imports` may name any import)."""
+        union = {key: [] for key in NEEDS if key not in ("texts", "statement_roots")}
+        for need in needs:
+            for key, values in need.items():
+                if key in union:
+                    union[key].extend(values)
+        removed, named = union["removed"], set(union["edges_named"])
+        stop = set(union["closure_stop"])
+        statement_roots = {need["statement_roots"] for need in needs if "statement_roots" in need}
+        return cls(
+            roots=roots,
+            ast_words=tuple(sorted({p.rsplit(".", 1)[-1].encode() for p in removed})),
+            ast_prefixes=tuple(sorted(set(union["parsed"]))),
+            graph_words=tuple(sorted({p.rsplit(".", 1)[-1].encode() for p in named})),
+            graph_prefixes=tuple(sorted(named.union(union["edges"]))),
+            closure_stop=tuple(sorted(stop)),
+            name_prefixes=tuple(sorted(set(union["names"]))),
+            removed=tuple(dict.fromkeys(removed)),
+            exclude=exclude,
+            exclude_base=exclude_base,
+            texts=any(need.get("texts") for need in needs),
+            statement_roots=statement_roots.pop() if len(statement_roots) == 1 else (),
+            graph_named=tuple(sorted(named)),
+            narrow=narrow and bool(named and stop),
+        )
 
     @property
     def layout(self) -> Layout | None:

@@ -87,3 +87,9 @@ def check(model: Model, config: Config, spec: MissingSpec) -> list[Finding]:
     `ast` could not read (over the parse cap, say): dropping it would say "no findings" of a
     file nobody checked. (`missing-name` takes its own findings only, so it is reported once.)"""
     return [f for f in _missing.findings(model, config, spec) if f.rule in (RULE_ID, PARSE_ERROR)]
+
+
+def needs(spec: MissingSpec, config: Config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): every file's text, and its
+    import statements read with it."""
+    return {"texts": True, "statement_roots": spec.statement_roots(config.root_packages)}

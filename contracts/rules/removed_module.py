@@ -176,3 +176,9 @@ def check(model: Model, spec: RemovedSpec) -> list[Finding]:
                        f"`replacements` names no new place for it; add a line for it")
         findings.append(Finding(rel, ref.line, ref.col, RULE_ID, importer, shown, message, replacement))
     return findings
+
+
+def needs(spec: RemovedSpec, config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): the files that may name a
+    removed module."""
+    return {"removed": spec.removed}
