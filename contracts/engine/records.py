@@ -22,9 +22,6 @@ MAX_READ_BYTES = 64 * 2**20
 # `parse-error` (it was never looked at).
 UNREADABLE = "cannot read"
 
-# Part of the cache key: bumped when what a record holds, or how it is found, changes.
-SCAN_VERSION = "10"  # 10: narrow files scanned up to the statement after their last line that may name `graph_named` (`reading.narrow_cut`); 9: narrow files keep only their edges into `graph_named` (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
-
 # What a rule may ask of the scan: each rule module's `needs(spec, config)` gives a dict of these
 # (any left out: nothing), and `ScanPlan.united` makes one plan of every rule's.
 NEEDS = {
@@ -124,7 +121,9 @@ class ScanPlan(Record, frozen=True):
 
     @property
     def key(self) -> str:
-        return repr((SCAN_VERSION, self))
+        """The plan's part of a cache's key (the tool's code and Python's version are in the
+        cache's own: `cache.tool_fingerprint`), so no version number is kept by hand."""
+        return repr(self)
 
     @cached_property
     def looks_for_nothing(self) -> bool:
