@@ -12,16 +12,21 @@ used: one warning, and the run goes on without it.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import time
 
+from contracts import ignores, rules
 from contracts._record import Record
 from contracts.config import Config, ConfigError, GroupsSpec, LayerSpec, MissingSpec, RemovedSpec, UpgradeSpec
+from contracts.config_source import display_name
 from contracts.engine import cache
+from contracts.engine.cache import content_digest
+from contracts.engine.importers import Layout, importer_files
 from contracts.engine.records import ScanPlan
 from contracts.engine.stamp import load_result, save_result
 from contracts.errors import UsageError
-from contracts.findings import Finding
+from contracts.findings import Finding, shown_path
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:  # (a warm run answered by the stamp builds no model: not even loaded)
@@ -72,66 +77,24 @@ class Result(Record):
         self.hashed = hashed
 
 
-def _below_root(module: str) -> str:
-    """`sglang.kernels.ops` -> `sglang.kernels`: the top-level subpackage holding it."""
-    parts = module.split(".")
-    return ".".join(parts[:2])
+# The rules each kind of contract runs (`_rule_findings`): the scan plan is the union of their `needs`.
+_RULES = {
+    RemovedSpec: ("removed_module", "shim_present"),
+    GroupsSpec: ("group_boundary", "private_import", "unknown_group", "unused_allowed_import"),
+    LayerSpec: ("layer",),
+    MissingSpec: ("missing_module", "missing_name"),
+}
 
 
 def plan_for(config: Config, contract_ids: list[str] | None = None) -> ScanPlan:
-    """What to scan for the contracts asked for (all by default): a run of `--contract ID` for a
-    `removed_modules` contract builds no graph at all."""
-    wanted = (lambda spec: spec.id in contract_ids) if contract_ids else (lambda spec: True)
-    removed = [spec for spec in config.removed if wanted(spec)]
-    groups = [spec for spec in config.groups if wanted(spec)]
-    layers = [spec for spec in config.layers if wanted(spec)]
-    missing = [spec for spec in config.missing if wanted(spec)]
-    ast_words = {p.rsplit(".", 1)[-1].encode() for spec in removed for p in spec.removed}
-    ast_prefixes = {p for spec in removed for p in spec.removed}
-    graph_prefixes: set[str] = set()
-    graph_words: set[bytes] = set()
-    graph_named: set[str] = set()
-    name_prefixes: set[str] = set()
-    stop: set[str] = set()
-    for spec in groups:
-        # (The names an edge imports are read by `private-import` alone, of edges into a group
-        # from outside it: see `ScanPlan.name_prefixes`.)
-        name_prefixes.add(spec.container)
-        for m in (spec.container, *spec.shared_modules):
-            top = _below_root(m)
-            graph_prefixes.add(top)
-            graph_words.add(top.rsplit(".", 1)[-1].encode())
-            graph_named.add(top)
-    for spec in layers:
-        graph_prefixes.update(spec.layers[1:])
-    # A chain stops at a higher layer of any configured `layer` contract (see contract_findings),
-    # so the closure need not enter one, whichever contracts run.
-    for spec in config.layers:
-        stop.update(spec.layers[:-1])
-    return ScanPlan(
-        roots=config.root_packages,
-        ast_words=tuple(sorted(ast_words)),
-        ast_prefixes=tuple(sorted(ast_prefixes)),
-        graph_words=tuple(sorted(graph_words)),
-        graph_prefixes=tuple(sorted(graph_prefixes)),
-        closure_stop=tuple(sorted(stop)),
-        name_prefixes=tuple(sorted(name_prefixes)),
-        removed=tuple(dict.fromkeys(p for spec in removed for p in spec.removed)),
-        exclude=tuple(config.exclude),
-        exclude_base=config.base if config.exclude else "",
-        texts=bool(missing),
-        statement_roots=_statement_roots(config, missing),
-        graph_named=tuple(sorted(graph_named)),
-        narrow=bool(graph_named and stop) and not any(
-            getattr(spec, "ignore_imports", ()) for spec in (*removed, *groups, *layers, *missing)),
-    )
-
-
-def _statement_roots(config: Config, missing) -> tuple[str, ...]:
-    """The root names `missing_imports` reads statements for, when one reader serves every such
-    contract (then the workers read them with the files; else the rule reads them itself)."""
-    roots = {spec.statement_roots(config.root_packages) for spec in missing}
-    return roots.pop() if len(roots) == 1 else ()
+    """What to scan for the contracts asked for (all by default): what their rules need, united
+    (`ScanPlan.united`). A run of `--contract ID` for a `removed_modules` contract builds no graph."""
+    specs = [spec for spec in config.specs
+             if type(spec) in _RULES and (not contract_ids or spec.id in contract_ids)]
+    needs = [getattr(rules, name).needs(spec, config) for spec in specs for name in _RULES[type(spec)]]
+    return ScanPlan.united(config.root_packages, needs, exclude=tuple(config.exclude),
+                           exclude_base=config.base if config.exclude else "",
+                           narrow=not any(getattr(spec, "ignore_imports", ()) for spec in specs))
 
 
 def _validate_tree(config: Config, src: str, contract_ids: list[str] | None = None) -> None:
@@ -161,12 +124,10 @@ def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
     as in import-linter), then the findings they match are dropped, and a line that matched
     nothing is an `unused-allowed-import` finding (`_filtered` turns it into a warning under
     `unmatched_ignore_imports_alerting = warn`)."""
-    from contracts import ignores, rules
-
     patterns = getattr(spec, "ignore_imports", ())
     if not patterns or not isinstance(spec, (RemovedSpec, GroupsSpec, LayerSpec, MissingSpec)):
         return _rule_findings(model, config, spec)
-    import copy
+    import copy  # (start-up: 0.5 ms of a warm run, answered from the cache, which never needs it)
 
     used: set[int] = set()
     view = copy.copy(model)
@@ -180,8 +141,7 @@ def contract_findings(model: Model, config: Config, spec) -> list[Finding]:
 
 
 def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
-    from contracts import rules
-
+    """The findings of the rules of one contract, on the model its `ignore_imports` leave."""
     if isinstance(spec, RemovedSpec):
         return rules.removed_module.check(model, spec) + rules.shim_present.check(model, spec)
     if isinstance(spec, GroupsSpec):
@@ -197,6 +157,7 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
     if isinstance(spec, MissingSpec):
         return rules.missing_module.check(model, config, spec) + rules.missing_name.check(model, config, spec)
     if isinstance(spec, UpgradeSpec):
+        # (start-up: `upgrade` and its index load only for a `dependency_upgrade` contract)
         from contracts.upgrade import contract_upgrade
 
         return contract_upgrade(config, spec).check(config, model.src)[0]
@@ -206,11 +167,9 @@ def _rule_findings(model: Model, config: Config, spec) -> list[Finding]:
 def run(config: Config, src: str, paths: list[str] | None = None,
         cache_dir: str | None = None, contract_ids: list[str] | None = None, jobs: int | None = None) -> Result:
     """`jobs`: processes for reading the files (`engine/workers.py`; None: automatic)."""
-    import gc
-
     # No cyclic garbage collection while the tree is read and checked: what a run makes (records,
     # edges, parse trees, findings) holds no cycles, and the collector's passes over a heap that
-    # only grows cost a cold run on 0.5.23 30-45 ms in this process alone (a forked child
+    # only grows cost a cold run tens of milliseconds in this process alone (a forked child
     # inherits the setting). Whatever was collected before is collected again after.
     collecting = gc.isenabled()
     gc.disable()
@@ -220,8 +179,8 @@ def run(config: Config, src: str, paths: list[str] | None = None,
         if collecting:
             if not gc.get_freeze_count():  # (a caller that freezes objects itself keeps them so)
                 # What the run made goes to the oldest generation at once (frozen, then unfrozen
-                # there), not walked by the first collection once enabled (3.3 ms on 0.5.23);
-                # a full collection still looks at it.
+                # there), not walked by the first collection once enabled; a full collection
+                # still looks at it.
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
@@ -247,22 +206,9 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     status = "warm"
     computed = full is None
     if full is None:
-        # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
-        # changed or added can carry a chain into a given file.
-        from contracts.engine.model import build_model
-
-        model = build_model(src, plan, cache_dir, jobs, lazy=True)
+        model, data, full = _from_model(config, src, plan, contract_ids, cache_dir, key, jobs, timings, clock)
         built.append(model)
         status = model.cache_status
-        if key:
-            data = load_result(src, plan, cache_dir, key, generation=model.generation)
-            full = _from_data(data)
-        timings["model"] = time.perf_counter() - clock
-        timings.update({f"model: {step}": seconds for step, seconds in model.phases.items()})
-        if full is None:
-            clock = time.perf_counter()
-            full = _evaluate(model, config, contract_ids)
-            timings["rules"] = time.perf_counter() - clock
     else:
         timings["cache"] = time.perf_counter() - clock
     known = _importer_cache(data)
@@ -281,6 +227,27 @@ def _run(config: Config, src: str, paths: list[str] | None, cache_dir: str | Non
     result.warnings.extend(warnings + notes)
     result.notices = named_file_notices(config, src, paths)
     return result
+
+
+def _from_model(config: Config, src: str, plan: ScanPlan, contract_ids: list[str] | None, cache_dir: str | None,
+                key: str | None, jobs: int | None, timings: dict[str, float], clock: float) -> tuple:
+    """(the package's model, built; the value stored for its generation, or None; the findings:
+    those stored where the model's generation has them, else the rules')."""
+    # Every file is stat'ed even when PATHs are given (pre-commit): a module another commit
+    # changed or added can carry a chain into a given file.
+    # (start-up: the model's modules, and grimp, load only where the cache does not answer)
+    from contracts.engine.model import build_model
+
+    model = build_model(src, plan, cache_dir, jobs, lazy=True)
+    data = load_result(src, plan, cache_dir, key, generation=model.generation) if key else None
+    full = _from_data(data)
+    timings["model"] = time.perf_counter() - clock
+    timings.update({f"model: {step}": seconds for step, seconds in model.phases.items()})
+    if full is None:
+        clock = time.perf_counter()
+        full = _evaluate(model, config, contract_ids)
+        timings["rules"] = time.perf_counter() - clock
+    return model, data, full
 
 
 def _usable_cache(cache_dir: str, config: Config, src: str, warnings: list[str]) -> str | None:
@@ -324,9 +291,7 @@ def _from_data(data) -> Result | None:
         return None  # another shape: rebuild
 
 
-def _layout(config: Config):
-    from contracts.engine.importers import Layout
-
+def _layout(config: Config) -> Layout:
     return Layout(config.base, tuple(config.exclude), tuple(config.importer_paths))
 
 
@@ -339,7 +304,7 @@ def _package_model(src: str, plan: ScanPlan, cache_dir: str | None, jobs: int | 
     """The package's model, assembled: the one this run built, else built now (a run answered by
     the stamp has none; unchanged files come from the cache)."""
     if not built:
-        from contracts.engine.model import build_model
+        from contracts.engine.model import build_model  # (start-up: as in `_run`)
 
         built.append(build_model(src, plan, cache_dir, jobs, lazy=True))
     model = built[0]
@@ -357,37 +322,16 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     `missing_imports` findings of each importer by content digest, this run's, filled here): an
     importer whose content is the one recorded, checked against the same package, is answered
     from it without the package's model."""
-    from contracts import rules
-    from contracts.engine.importers import importer_files, importer_model
-
     specs = [spec for spec in config.removed if not contract_ids or spec.id in contract_ids]
     missing = [spec for spec in config.missing if not contract_ids or spec.id in contract_ids]
     if not specs and not missing:
         return full, []
     layout = _layout(config)
-    inside = _root_dirs(config, src)
-    outside: list[tuple[str, str]] = []  # symlinks out of the tree: not-scanned, never read or written
-    files, empty = importer_files(layout, inside, outside) if config.importer_paths else ([], [])
-    notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
-             f"'{entry}' names no .py file outside the root packages" for entry in empty]
-    if paths:
-        # Every importer is read (an unchanged test can import a module a given file was), and
-        # the PATHs decide what is reported (`_changed_filter`).
-        named = {os.path.abspath(p) for p in paths}
-        chosen = set(files)
-        for path in sorted(named):  # named explicitly: checked even where importer_paths does not reach
-            if path in chosen:
-                continue
-            if os.path.isdir(path) and not _is_inside(path, inside):
-                from contracts.engine.importers import Layout
-
-                chosen.update(importer_files(Layout(layout.base, layout.exclude, (path,)), inside)[0])
-            elif (path.endswith(".py") and os.path.isfile(path)
-                    and not _is_inside(path, inside) and not layout.excluded_by(path)):
-                chosen.add(path)
-        files = sorted(chosen)
+    files, outside, notes = _importer_paths(config, src, layout, paths)
     if not files and not outside:
         return full, notes
+    from contracts.engine.model import importer_model  # (start-up: as in `_run`)
+
     model = importer_model(sorted(set(files)), src, layout, plan.ast_words)
     model.discovery.skipped += [(os.path.relpath(path, src).replace(os.sep, "/"), reason) for path, reason in outside]
     results = [ContractResult(r.id, r.name, r.kind, _importers_of(r, config, specs, missing, model, package_model,
@@ -403,12 +347,41 @@ def _with_importers(full: Result, config: Config, src: str, plan: ScanPlan, path
     ), notes
 
 
+def _importer_paths(config: Config, src: str, layout: Layout,
+                    paths: list[str] | None) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    """(the importer files to read; the symlinks out of the tree, as (path, reason): not-scanned,
+    never read or written; a note for each `importer_paths` entry that names no file)."""
+    inside = _root_dirs(config, src)
+    outside: list[tuple[str, str]] = []
+    files, empty = importer_files(layout, inside, outside) if config.importer_paths else ([], [])
+    notes = [f"{config_source_display(config)}, section [importlinter], option 'importer_paths': "
+             f"'{entry}' names no .py file outside the root packages" for entry in empty]
+    if paths:
+        # Every importer is read (an unchanged test can import a module a given file was), and
+        # the PATHs decide what is reported (`_changed_filter`).
+        files = _with_named(files, paths, layout, inside)
+    return files, outside, notes
+
+
+def _with_named(files: list[str], paths: list[str], layout: Layout, inside: list[str]) -> list[str]:
+    """`files` and the importers `paths` name explicitly: checked even where `importer_paths`
+    does not reach (a directory outside the root packages: its `.py` files)."""
+    chosen = set(files)
+    for path in sorted({os.path.abspath(p) for p in paths}):
+        if path in chosen:
+            continue
+        if os.path.isdir(path) and not _is_inside(path, inside):
+            chosen.update(importer_files(Layout(layout.base, layout.exclude, (path,)), inside)[0])
+        elif (path.endswith(".py") and os.path.isfile(path)
+                and not _is_inside(path, inside) and not layout.excluded_by(path)):
+            chosen.add(path)
+    return sorted(chosen)
+
+
 def _importer_findings(model, spec: RemovedSpec, package_findings) -> tuple[list[Finding], set[Finding]]:
     """(`removed-module` findings of the importers, with the contract's `ignore_imports` applied;
     the package's "`ignore_imports` line ... matches no import" findings whose line an importer
     did match)."""
-    from contracts import ignores, rules
-
     patterns = getattr(spec, "ignore_imports", ())
     used: set[int] = set()
     extra = ignores.filter_findings(rules.removed_module.check(model, spec), patterns, used)
@@ -438,8 +411,7 @@ def _importer_missing(package_model, config: Config, spec: MissingSpec, files, p
                       remembered: tuple[dict, dict]) -> tuple[list[Finding], set[Finding]]:
     """As `_importer_findings`, for a `missing_imports` contract: the importers' imports of
     modules and names the package does not have (see `_with_importers` for `remembered`)."""
-    from contracts import ignores
-    from contracts.rules import _missing
+    from contracts.rules import _missing  # (start-up: 4.4 ms of a warm run, which never needs it)
 
     new = remembered[1].setdefault(spec.id, {})
     found, todo = _remembered(files, remembered[0].get(spec.id, {}), new)
@@ -463,8 +435,6 @@ def _importer_missing(package_model, config: Config, spec: MissingSpec, files, p
 def _remembered(files, old: dict, new: dict) -> tuple[list[Finding], list]:
     """(the findings `old` holds for the files of `files` whose content is the recorded one,
     the other files with their content digests); `new` gets the entries used."""
-    from contracts.engine.cache import content_digest
-
     found: list[Finding] = []
     todo = []
     for f in files:
@@ -498,8 +468,6 @@ def _realpaths(tops: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def config_source_display(config: Config) -> str:
-    from contracts.config_source import display_name
-
     return display_name(config.path)
 
 
@@ -507,8 +475,6 @@ def named_file_notices(config: Config, src: str, paths: list[str] | None) -> lis
     """One line for each file named on the command line that no rule checks: excluded by the
     config, or not Python. (A `.py` file is otherwise always checked: as a module of the root
     packages, or as an importer.)"""
-    from contracts.findings import shown_path
-
     notices = []
     layout = _layout(config)
     for p in paths or ():
@@ -526,8 +492,6 @@ def named_file_notices(config: Config, src: str, paths: list[str] | None) -> lis
 
 def _evaluate(model: Model, config: Config, contract_ids: list[str] | None) -> Result:
     """The findings of the whole tree (no path filter)."""
-    from contracts import rules
-
     model.assemble()
     engine = rules.parse_error.check(model) + rules.not_scanned.check(model)
     results = []

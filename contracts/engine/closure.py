@@ -2,8 +2,8 @@
 
 The closure is a breadth-first walk over edges, and a module's edges are known only once grimp
 has scanned it: walked round by round, each round is one native call for the modules the last
-one reached (11 rounds on upstream 0.5.23, 438 files, each call ~5 ms besides its files, most
-with too few files to keep both of the scanner's threads busy). So the walk is first *predicted*
+one reached (each call with a fixed cost besides its files, most with too few files to keep
+both of the scanner's threads busy). So the walk is first *predicted*
 from the import lines of the files themselves (`predicted`: a regular expression, relative
 imports resolved, each name resolved as grimp resolves it), and every module it reaches is
 scanned in one call; the exact walk (`close`) then runs on the scanned edges, and scans only
@@ -14,10 +14,8 @@ predicted but not reached has edges no rule sees).
 In a cold build the prediction is made earlier still, by the part that reads every module under
 the graph prefixes first (`early_closure`, called from `reading.scan_part`): once their edges
 are back it predicts, and its files are scanned while the other files are read, so that after
-the merge only the exact walk is left (0.105 -> 0.005 s after the merge on 0.5.23; one process,
-`--jobs 1`: 0.93-0.95 -> 0.87-0.92 s in all, 3 alternating pairs; two processes, 16 alternating
-rounds against ruff: 1.097x -> 1.084x, the added 0.035 CPU-s and the closure's own scan paid
-inside the parallel part).
+the merge only the exact walk is left (the prediction and its scan paid inside the parallel part,
+where no core waits; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from __future__ import annotations
 import re
 
 from contracts.engine.files import read_regular
-from contracts.engine.records import EDGES, ERROR, FLAGS, GRAPH, MAX_READ_BYTES
+from contracts.engine.records import GRAPH, MAX_READ_BYTES
 
 # An import statement's head at the start of a line: `from X import` or `import` (after PEP 810's
 # `lazy`, if written). What follows is read by hand (`import_lines`): names in brackets up to the
@@ -37,8 +35,7 @@ _COMMENT = re.compile(rb"#[^\n]*")
 # Past this many predicted modules, the prediction stops growing: it is a hint, not the walk.
 MAX_PREDICTED = 20000
 # A larger file is not read for the prediction (its imports wait for the exact walk): a file of
-# nothing but import lines costs the prediction ~3 us a statement, more than grimp's parse.
-# Upstream sglang's largest file is 375 kB.
+# nothing but import lines costs the prediction more than grimp's parse.
 MAX_PREDICTED_BYTES = 1 << 20
 
 
@@ -64,11 +61,22 @@ def _internal(name: str, known) -> str | None:
 
 def import_lines(data: bytes, module: str, is_package: bool, known) -> set[str]:
     """The modules of `known` that `data`'s import lines name (an over- or under-estimate:
-    a line in a string counts, a backslash continuation does not). Linear in `data`, whatever it
-    holds: each line is tried once (found from the lines holding `import`, with `bytes.find`: a
-    pattern anchored with `^` is tried at every position, 4x slower), and a bracket's end is
-    searched once for all the lines before it."""
+    a line in a string counts, a backslash continuation does not)."""
     out: set[str] = set()
+    for base, names in _import_clauses(data):
+        if base is None:
+            _add_plain_import(out, names, known)
+        else:
+            _add_from_import(out, base, names, module, is_package, known)
+    return out
+
+
+def _import_clauses(data: bytes):
+    """(the module of a `from X import`, or None for `import`; the names' text) of each import
+    statement found at the start of a line. Linear in `data`, whatever it holds: each line is
+    tried once (found from the lines holding `import`, with `bytes.find`: a pattern anchored with
+    `^` is tried at every position, 4x slower), and a bracket's end is searched once for all the
+    lines before it."""
     line_start = seen = 0
     tried = -1
     close = -1  # the first `)` at or after the last bracket opened (-2: none left)
@@ -85,42 +93,62 @@ def import_lines(data: bytes, module: str, is_package: bool, known) -> set[str]:
             continue
         base, pos = head.group(1), head.end()
         if base is not None and data[pos:pos + 1] == b"(":
-            if close != -2 and close < pos:
-                close = data.find(b")", pos)
-                close = -2 if close < 0 else close
+            close = _bracket_end(data, pos, close)
             end = len(data) if close == -2 else close
             names = _COMMENT.sub(b"", data[pos + 1:end])  # (a comment inside: `import (  # ...`)
         else:
             end = _REST.match(data, pos).end()
             names = data[pos:end]
         at = data.find(b"import", max(end, at + 6))
-        try:
-            if base is None:
-                for item in _AS.sub(b"", names).split(b","):
-                    name = item.strip().decode("ascii")
-                    found = name and _internal(name, known)
-                    if found:
-                        out.add(found)
-                continue
-            source = _absolute(module, is_package, base.decode("ascii"))
-        except UnicodeDecodeError:
-            continue
-        if source is None:
-            continue
-        hit = False
-        for item in _AS.sub(b"", names).replace(b"\\", b" ").split(b","):
-            name = item.strip()
-            if name and name != b"*":
-                try:
-                    found = _internal(f"{source}.{name.decode('ascii')}" if source else name.decode("ascii"), known)
-                except UnicodeDecodeError:
-                    found = None
-                if found:
-                    out.add(found)
-                    hit = True
-        if not hit and source in known:
-            out.add(source)
-    return out
+        yield base, names
+
+
+def _bracket_end(data: bytes, pos: int, close: int) -> int:
+    """The first `)` at or after `pos` (-2: none), where `close` (the last one found) is before it."""
+    if close != -2 and close < pos:
+        close = data.find(b")", pos)
+        close = -2 if close < 0 else close
+    return close
+
+
+def _add_plain_import(out: set[str], names: bytes, known) -> None:
+    """The modules an `import a.b, c as d` names (up to a name that is not ASCII)."""
+    try:
+        for item in _AS.sub(b"", names).split(b","):
+            name = item.strip().decode("ascii")
+            found = name and _internal(name, known)
+            if found:
+                out.add(found)
+    except UnicodeDecodeError:
+        return
+
+
+def _add_from_import(out: set[str], base: bytes, names: bytes, module: str, is_package: bool, known) -> None:
+    """The modules a `from base import names` names: each name's module, else `base` itself."""
+    try:
+        source = _absolute(module, is_package, base.decode("ascii"))
+    except UnicodeDecodeError:
+        return
+    if source is None:
+        return
+    hit = False
+    for item in _AS.sub(b"", names).replace(b"\\", b" ").split(b","):
+        found = _from_name(source, item.strip(), known)
+        if found:
+            out.add(found)
+            hit = True
+    if not hit and source in known:
+        out.add(source)
+
+
+def _from_name(source: str, name: bytes, known) -> str | None:
+    """The module of `known` that `from source import name` imports (or its parent), or None."""
+    if not name or name == b"*":
+        return None
+    try:
+        return _internal(f"{source}.{name.decode('ascii')}" if source else name.decode("ascii"), known)
+    except UnicodeDecodeError:
+        return None
 
 
 def predicted(start: list[str], known, records: dict, rel_of: dict, stop, unread: bool = False) -> list[str]:
@@ -137,24 +165,28 @@ def predicted(start: list[str], known, records: dict, rel_of: dict, stop, unread
             rec = records.get(rel_of.get(m))
             if rec is None and not (unread and m in known):
                 continue
-            if rec is not None and rec[EDGES] is not None:
-                targets = {imported for imported, *_ in rec[EDGES]}
-            else:
+            if rec is None or rec.edges is None:
                 missing.append(m)
-                f = known[m]
-                if f.size > MAX_PREDICTED_BYTES:
-                    continue
-                try:
-                    data = read_regular(f.path, limit=MAX_READ_BYTES)[0]
-                except OSError:
-                    continue
-                targets = import_lines(data, m, f.is_package, known)
-            for t in targets:
+            for t in _targets(m, rec, known):
                 if t not in seen and stop.longest_of(t) is None:
                     seen.add(t)
                     nxt.append(t)
         todo = nxt
     return missing
+
+
+def _targets(m: str, rec, known) -> set[str]:
+    """The modules `m` imports: its edges where scanned, else read off its import lines."""
+    if rec is not None and rec.edges is not None:
+        return {imported for imported, *_ in rec.edges}
+    f = known[m]
+    if f.size > MAX_PREDICTED_BYTES:
+        return set()
+    try:
+        data = read_regular(f.path, limit=MAX_READ_BYTES)[0]
+    except OSError:
+        return set()
+    return import_lines(data, m, f.is_package, known)
 
 
 def close(graph_index, stop, known, records: dict, rel_of: dict, needs_edges, scan, store,
@@ -167,31 +199,46 @@ def close(graph_index, stop, known, records: dict, rel_of: dict, needs_edges, sc
     already scanned (`early_closure`, while the files were read); else it is made here."""
     frontier = [m for m in rel_of if graph_index.longest_of(m) is not None]
     if early is None:
-        early_files = [known[m] for m in predicted(frontier, known, records, rel_of, stop)
-                       if m in known and needs_edges(known[m])]
-        early = scan(early_files) if early_files else ({}, {})
-        ready = {f.module for f in early_files}
-    else:
-        *early, ready = early
+        early = _scan_predicted(frontier, known, records, rel_of, stop, needs_edges, scan)
+    *answer, ready = early
     reached = set(frontier)
     while frontier:
-        missing = []
-        for m in frontier:
-            rec = records.get(rel_of[m])
-            for imported, *_ in (rec[EDGES] or ()) if rec else ():
-                if imported in reached or stop.longest_of(imported) is not None:
-                    continue
-                reached.add(imported)
-                missing.append(imported)
-        todo = [known[m] for m in missing if m in known and needs_edges(known[m])]
-        have = [f for f in todo if f.module in ready]
-        rest = [f for f in todo if f.module not in ready]
-        if have:
-            store(have, *early)
-        if rest:
-            store(rest, *scan(rest))
-        frontier = missing
+        frontier = _next_round(frontier, reached, records, rel_of, stop)
+        todo = [known[m] for m in frontier if m in known and needs_edges(known[m])]
+        _store_round(todo, ready, answer, scan, store)
     return reached
+
+
+def _store_round(todo: list, ready, answer: list, scan, store) -> None:
+    """The edges of a round's files stored: from the early `answer` for the modules it holds
+    (`ready`), from a scan now for the rest."""
+    have = [f for f in todo if f.module in ready]
+    rest = [f for f in todo if f.module not in ready]
+    if have:
+        store(have, *answer)
+    if rest:
+        store(rest, *scan(rest))
+
+
+def _scan_predicted(frontier: list[str], known, records: dict, rel_of: dict, stop, needs_edges, scan) -> tuple:
+    """(edges, failed, the modules scanned) of the modules the walk from `frontier` is
+    predicted to reach, scanned in one call."""
+    files = [known[m] for m in predicted(frontier, known, records, rel_of, stop)
+             if m in known and needs_edges(known[m])]
+    return (*(scan(files) if files else ({}, {})), {f.module for f in files})
+
+
+def _next_round(frontier: list[str], reached: set[str], records: dict, rel_of: dict, stop) -> list[str]:
+    """The modules the edges of `frontier` reach first (added to `reached`), in order."""
+    missing = []
+    for m in frontier:
+        rec = records.get(rel_of[m])
+        for imported, *_ in (rec.edges or ()) if rec else ():
+            if imported in reached or stop.longest_of(imported) is not None:
+                continue
+            reached.add(imported)
+            missing.append(imported)
+    return missing
 
 
 def early_closure(graph_index, stop, known, records: dict, rel_of: dict) -> list:
@@ -206,6 +253,6 @@ def early_closure(graph_index, stop, known, records: dict, rel_of: dict) -> list
         rec = records.get(rel_of.get(m))
         # (a graph file of this part gets its edges from its own scan; one of another part's is
         # not known here, and is scanned in vain)
-        if rec is None or (rec[EDGES] is None and rec[ERROR] is None and not rec[FLAGS] & GRAPH):
+        if rec is None or (rec.wants_edges() and not rec.flags & GRAPH):
             out.append(known[m])
     return out

@@ -1,14 +1,13 @@
 """Files outside the root packages that import them: tests, benchmarks, scripts (`importer_paths`),
 and what `exclude` leaves out of every walk.
 
-Upstream keeps its package under `python/` and much code beside it (`test/`, `benchmark/`,
-`scripts/`): a stale import there breaks just the same. Those files are importers, not modules
-of the graph: they are scanned for references (the rules that need no graph, `removed-module`),
+A repository may keep its package in one directory and much code beside it (`test/`,
+`benchmark/`, `scripts/`): a stale import there breaks just the same. Those files are importers, not modules
+of the graph: they are scanned for references (for the rules that need no graph),
 never given graph edges. They are read on every run, never cached, so the cached findings of
 the package never hide an edit to a test; only a file that contains a word a rule looks for is
-parsed, and only around those words. (Measured: 0.5.23's `srt/`, `test/` and `benchmark/` taken
-as importers, 2,392 files and 39 MB: 0.5 s to walk, 1.7 s to read, filter and parse, on 2 cores
-under a load average of 11. With PATHs, as in pre-commit, only the files under them are read.)
+parsed, and only around those words. (With PATHs, as in pre-commit, only the files under them
+are read.)
 
 Patterns are relative to the config file's directory, with `/`: a plain path names that file or
 everything under that directory; `*`, `?` and `[...]` match within one path segment and `**` any
@@ -146,49 +145,3 @@ def importer_name(layout: Layout, path: str) -> str:
     if parts and all(p.isidentifier() for p in parts):
         return ".".join(parts)
     return rel
-
-
-def importer_model(files: list[str], src: str, layout: Layout, words: tuple[bytes, ...]):
-    """A model of importer files: their references (only of the files that contain one of
-    `words`), parse errors, and what could not be read (`discovery.skipped`); no graph."""
-    from contracts.engine.discover import Discovery, SourceFile
-    from contracts.engine.files import TooLarge, read_regular
-    from contracts.engine.model import Model
-    from contracts.engine.records import MAX_READ_BYTES
-    from contracts.engine.scan import MAX_PARSE_BYTES, scan_source, searchable
-    from contracts.engine.window import keep_hot_statements
-
-    disc = Discovery(src=src)
-    model = Model(src=src, discovery=disc)
-    for path in files:
-        rel = os.path.relpath(path, src).replace(os.sep, "/")
-        try:
-            rel.encode("utf-8")
-        except UnicodeEncodeError:  # cannot be printed as it is, nor be a module's name
-            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            disc.skipped.append((shown, "the name is not valid UTF-8"))
-            continue
-        try:  # bounded as every reader is: a link to /dev/zero, a 1 GiB file are not read
-            data, st = read_regular(os.path.realpath(path), limit=MAX_READ_BYTES)
-        except TooLarge:
-            disc.skipped.append((rel, f"over the {MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file"))
-            continue
-        except OSError as e:
-            disc.skipped.append((rel, f"cannot read: {e.strerror or e}"))
-            continue
-        name = importer_name(layout, path)
-        disc.files.append(SourceFile(path, rel, name, False, st.st_mtime_ns, st.st_size))
-        model.files_read += 1
-        hay = searchable(data)
-        if not any(w in hay for w in words):
-            continue
-        # Only the top-level statements around the words are parsed (as for the package's files,
-        # `window.py`); the whole file when that text does not parse on its own.
-        kept = keep_hot_statements(data, words) if len(data) <= MAX_PARSE_BYTES else None
-        result = scan_source(kept, name, False, words) if kept is not None else None
-        if result is None or result.error is not None:
-            result = scan_source(data, name, False, words)
-        model.refs[rel] = result.refs
-        if result.error is not None:
-            model.errors[rel] = result.error
-    return model

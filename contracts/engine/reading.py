@@ -5,50 +5,47 @@ Every file is read (and counted as scanned) and goes through one byte-level pass
 parts against the removed prefixes, so the cost does not grow with how many prefixes there are.
 Only the files with a line that may name a removed module are parsed with `ast`, and of those
 only the statements around such lines (`window.py`), once grimp's native scanner has parsed the
-whole file, so a syntax error anywhere in it is still reported. Any import of a module under
-`pkg.kernels` from outside `pkg/kernels/` contains the word `kernels`, and the same prefilter,
-asked for `pkg.kernels`, tells such an import from `triton_kernels`, `self.kernels` or prose (on
-0.5.23, 516 of the 778 files outside the package that hold the word: 16.4 of 22.4 MB): those
-files get their edges from grimp's scanner, in one call once the part's files are read (`_BATCH`);
-those of a higher layer (375 of them on 0.5.23, in `sglang/srt`), in another call, for their
-edges into the package alone (`ScanPlan.narrow`), each from its text up to the first top-level
-statement after its last line that may name the package (`narrow_cut`: 5.4 of their 12.7 MB).
+whole file, so a syntax error anywhere in it is still reported. A file holding a graph word is a
+graph file only where the same prefilter, asked for the plan's `graph_named` packages, finds a
+line that may name one (for `pkg.kernels`: not `triton_kernels`, `self.kernels` or prose); the
+graph files get their edges from grimp's scanner, in one call once the part's files are read
+(`_BATCH`). Those that keep only their edges into `graph_named` (`ScanPlan.narrow`) go in
+another call, each from its text up to the first top-level statement after its last line that
+may name one of those packages (`narrow_cut`).
 
 `scan_part` does this for the chunks of files it is given (`workers.py` hands them out) and
-returns plain records (`records.py`), which the build (`model.py`) merges in walk order.
+returns its records (`file_record.py`), which the build (`model.py`) merges in walk order.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from dataclasses import dataclass, field
 
-from contracts._record import Record
+try:  # (`queue` imports `heapq` and more for its other queues: ~1 ms a process)
+    from _queue import SimpleQueue
+except ImportError:  # pragma: no cover - a Python without the C module
+    from queue import SimpleQueue
+
+from contracts.engine import closure
+from contracts.engine import scan as scan_mod
 from contracts.engine.cache import content_digest
 from contracts.engine.discover import SourceFile
+from contracts.engine.file_record import FileRecord
 from contracts.engine.files import NotRegular, TooLarge, read_regular
 from contracts.engine.graph import (
     MAX_STATEMENT_LINES,
     EdgeScanner,
     is_plain_import,
+    load_grimp,
     names_from_text,
     statement_names,
 )
-from contracts.engine.records import (
-    AST,
-    DECODED,
-    DIGEST,
-    EDGES,
-    ERROR,
-    FLAGS,
-    GRAPH,
-    MAX_READ_BYTES,
-    NAMES,
-    READ_AT,
-    REFS,
-    ScanPlan,
-    ref_tuple,
-)
+from contracts.engine.prefilter import Mentions, RemovedPrefilter, joint_hits
+from contracts.engine.records import AST, DECODED, GRAPH, MAX_READ_BYTES, ScanPlan, ref_tuple
 from contracts.engine.resolve import line_holding, physical_lines
+from contracts.engine.scan import declared_encoding, decode_source, scan_source, searchable
 
 
 def _ctime_ns(st) -> int:
@@ -57,9 +54,9 @@ def _ctime_ns(st) -> int:
 
 def read_source(path: str, inside: tuple[str, ...] = ()) -> tuple[bytes, int]:
     """(content, ctime) of a regular file, its size checked before it is read (`MAX_READ_BYTES`);
-    in as few system calls as it takes (the plain `open()` costs twice as much: 0.07 s against
-    0.04 s for 4,719 files). A symlink is followed only to a file under `inside` (the walk let
-    it in; one swapped in since, pointing elsewhere, is not read)."""
+    in as few system calls as it takes (a plain `open()` costs about twice as much). A symlink
+    is followed only to a file under `inside` (the walk let it in; one swapped in since,
+    pointing elsewhere, is not read)."""
     try:
         data, st = read_regular(path, limit=MAX_READ_BYTES)
     except NotRegular:
@@ -70,40 +67,32 @@ def read_source(path: str, inside: tuple[str, ...] = ()) -> tuple[bytes, int]:
     return data, _ctime_ns(st)
 
 
-class PartContext(Record, frozen=True):
+@dataclass(frozen=True, slots=True)
+class PartContext:
     """What every part of a build shares (a forked worker inherits it)."""
+
     plan: ScanPlan
-    old_files: dict
+    old_files: dict  # rel path -> the cache's `FileRecord`
     inside: tuple[str, ...]
     known: dict
     roots: dict
     started: float
     hashed: bool  # a cache is kept: every file read gets its content hash
     scanner: EdgeScanner
-    tools: tuple | None  # `part_tools(plan)`, made once for every part
-
-    def __init__(self, plan: ScanPlan, old_files: dict, inside: tuple[str, ...], known: dict, roots: dict,
-                 started: float, hashed: bool, scanner: EdgeScanner, tools: tuple | None = None) -> None:
-        self.__dict__.update(plan=plan, old_files=old_files, inside=inside, known=known, roots=roots,
-                             started=started, hashed=hashed, scanner=scanner, tools=tools)
+    tools: tuple | None = None  # `part_tools(plan)`, made once for every part
 
 
 def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     """(prefilter, graph prefilter, statement reader) for the parts of a build, made before any
-    fork with the modules a part needs imported (`forking`: grimp's value objects too, not its native
-    module), so that a forked child inherits them instead of making its own."""
-    # (`window`, which only a file naming a removed module needs, is imported where one is read:
-    # 2.7 ms of its patterns compiled before the fork in every run otherwise.)
-    from contracts.engine import scan  # noqa: F401 - imported here, before the fork
-
+    fork (`forking`: grimp's value objects loaded too, not its native module), so that a forked
+    child inherits them instead of making its own."""
     reader = None
     if plan.statement_roots:
+        # (start-up: ~2.5 ms, only for a plan with `statement_roots`)
         from contracts.engine.import_lines import StatementReader
 
         reader = StatementReader(plan.statement_roots)
     if forking:
-        from contracts.engine.graph import load_grimp
-
         try:
             load_grimp()
         except Exception:  # noqa: BLE001 - no usable grimp: each scan says so, and `ast` reads the files
@@ -111,35 +100,35 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     return prefilter_for(plan), graph_prefilter_for(plan), reader
 
 
-class Part(Record):
-    """What one part of a build made of its files (plain values: a worker pickles it)."""
-    records: dict[str, list]
-    unreadable: dict[str, str]
-    touched: set[str]
-    decoded: set[str]
-    texts: dict[str, bytes]  # `ScanPlan.texts`
-    statements: dict[str, tuple]  # `ScanPlan.statement_roots`
+@dataclass(slots=True)
+class Part:
+    """What one part of a build made of its files (a worker pickles it: `before_transfer`)."""
+
+    records: dict[str, FileRecord] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    touched: set[str] = field(default_factory=set)
+    decoded: set[str] = field(default_factory=set)
+    texts: dict[str, bytes] = field(default_factory=dict)  # `ScanPlan.texts`
+    statements: dict[str, tuple] = field(default_factory=dict)  # `ScanPlan.statement_roots`
     # The closure's prediction, made and scanned by the part that read every module under the
     # graph prefixes (`scan_part`'s `lead`): (edges, failed, the modules scanned), or None.
-    early: tuple | None
-
-    def __init__(self, records: dict[str, list] | None = None, unreadable: dict[str, str] | None = None,
-                 touched: set[str] | None = None, decoded: set[str] | None = None,
-                 texts: dict[str, bytes] | None = None, statements: dict[str, tuple] | None = None,
-                 early: tuple | None = None) -> None:
-        self.records = {} if records is None else records
-        self.unreadable = {} if unreadable is None else unreadable
-        self.touched = set() if touched is None else touched
-        self.decoded = set() if decoded is None else decoded
-        self.texts = {} if texts is None else texts
-        self.statements = {} if statements is None else statements
-        self.early = early
+    early: tuple | None = None
+    stored: bool = False  # `records` hold plain lists (`before_transfer`)
 
     def before_transfer(self) -> None:
-        """In a worker, before pickling: the texts stay behind (the statements read off them go;
-        a rule that needs a text reads the file again)."""
+        """In a worker, before pickling: the records as plain lists, and the texts stay behind
+        (the statements read off them go; a rule that needs a text reads the file again)."""
         if self.statements:
             self.texts = {}
+        self.records = {rel: rec.stored() for rel, rec in self.records.items()}
+        self.stored = True
+
+    def received(self) -> Part:
+        """The part with its records as `FileRecord`s again (after a transfer)."""
+        if self.stored:
+            self.records = {rel: FileRecord.of(rec) for rel, rec in self.records.items()}
+            self.stored = False
+        return self
 
 
 def scan_part(context: PartContext, chunks, lead: int = 0) -> Part:
@@ -152,159 +141,190 @@ def scan_part(context: PartContext, chunks, lead: int = 0) -> Part:
     gives them to one process first). Their edges are then scanned at once, and as soon as they
     are back the closure is predicted from them and its files scanned (`closure.early_closure`),
     while this part reads on: the build's closure then finds them scanned (`Part.early`)."""
-    from contracts.engine.scan import searchable
-
-    plan, old_files, inside, started = context.plan, context.old_files, context.inside, context.started
-    part = Part()
-    records, touched, decoded = part.records, part.touched, part.decoded
-    prefilter, graph_prefilter, reader = context.tools or part_tools(plan)
-    background = _Background(context.scanner)
-    # What waits for grimp's scanner, by kind: the graph files that keep every edge, those that
-    # keep only their edges into the kernel package (`ScanPlan.narrow`, `EdgeScanner.scan_into`),
-    # and the files asked about for their syntax alone (the scanner told of those files only).
-    # Each kind goes in one call after the part's last chunk, unless it holds more than
-    # `_BATCH_BYTES` (see there). (For the syntax checks, against a call per chunk, on the
-    # 174-prefix tree: 0.386 -> 0.362 s, 0.661 -> 0.615 CPU-s, 14 alternating rounds, the same
-    # output.)
-    waiting: dict[int, list[SourceFile]] = {_ALL_EDGES: [], _EDGES_INTO: [], _SYNTAX: []}
-    held = dict.fromkeys(waiting, 0)
-
-    def wait_for_scan(f: SourceFile, kind: int) -> None:
-        waiting[kind].append(f)
-        held[kind] += f.size
-
-    def submit(at_least: int) -> None:
-        for kind, files in waiting.items():
-            if len(files) >= min(at_least, _BATCH) or held[kind] >= _BATCH_BYTES:
-                background.submit(files, decoded, syntax_only=kind == _SYNTAX,
-                                  into=plan.named_index if kind == _EDGES_INTO else None,
-                                  memory=_prefixes(files, cuts, texts) if kind == _EDGES_INTO else None)
-                waiting[kind], held[kind] = [], 0
-
-    def edges_kind(f: SourceFile, flags: int) -> int:
-        return _EDGES_INTO if plan.narrow_file(f.module, flags) else _ALL_EDGES
-    texts: dict[str, bytes] = {}
-    cuts: dict[str, int] = {}  # where the files that keep only their edges into the package are cut
-    by_rel: dict[str, SourceFile] = {}
-    kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
-    hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
-    done: set[str] = set()  # the files `_scan_ast` read
-    settle = _settler(records, kept, done, by_rel, hot, plan, texts)
-    # The closure's prediction (`lead`): "read" (the lead chunks are being read), "scan" (their
-    # edges asked for), "predict" (back: predict at the next chance), then "asked" (its files
-    # given to the scanner) or "" (not this part's).
-    stage = "read" if lead and plan.graph_prefixes else ""
-    early: list = [{}, {}, []]  # the closure's files scanned early: edges, failed, modules
-
-    def take(results) -> None:
-        nonlocal stage
-        for files, edges, failed, tag in results:
-            if tag == _CLOSURE:  # kept apart: only what the closure reaches is stored
-                early[0].update(edges)
-                early[1].update(failed)
-                early[2].extend(f.module for f in files)
-                continue
-            settle(files, edges, failed)
-            if tag == _LEAD:
-                stage = "predict"
-        if stage == "predict":
-            from contracts.engine.closure import early_closure
-
-            rel_of = {m: f.rel for m, f in context.known.items()}
-            predicted = early_closure(plan.graph_index, plan.stop_index, context.known, records, rel_of)
-            background.submit(predicted, decoded, tag=_CLOSURE)
-            stage = "asked"
-
-    def ask_lead() -> None:
-        nonlocal stage
-        files = waiting[_ALL_EDGES]
-        waiting[_ALL_EDGES], held[_ALL_EDGES] = [], 0
-        background.submit(files, decoded, tag=_LEAD)
-        stage = "scan" if files else "predict"
-
-    read = 0
+    reader = _PartReader(context, lead)
     try:
         for chunk in chunks:
-            pending: dict[str, bytes] = {}  # this chunk's files to parse with ast
-            for f in chunk:
-                by_rel[f.rel] = f
-                entry = old_files.get(f.rel)
-                try:
-                    data, ctime = read_source(f.path, inside)
-                except TooLarge as e:
-                    part.unreadable[f.rel] = (f"cannot read: {e.size / 2**20:.1f} MiB, over the "
-                                              f"{MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file")
-                    continue
-                except OSError as e:
-                    part.unreadable[f.rel] = f"cannot read: {e.strerror or e}"
-                    continue
-                touched.add(f.rel)
-                if plan.texts:
-                    part.texts[f.rel] = data
-                if reader is not None:
-                    part.statements[f.rel] = _statements_of(reader, data)
-                # Every file's hash (SHA-1: 0.04 s for upstream's 68 MB): after a fresh copy or
-                # checkout (every ctime new) the unchanged files are told by it, without the prefilter.
-                digest = content_digest(data) if context.hashed else None
-                if entry is not None and entry[DIGEST] is not None and digest == entry[DIGEST]:
-                    records[f.rel] = [f.mtime_ns, f.size, ctime, *entry[DIGEST:READ_AT], started]
-                    if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
-                        wait_for_scan(f, edges_kind(f, entry[FLAGS]))  # an earlier run stopped before its edges
-                    continue
-                flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter, cuts)
-                if flags & AST:
-                    pending[f.rel] = data
-                    hot[f.rel] = lines
-                if flags & DECODED:
-                    decoded.add(f.module)
-                if flags & GRAPH:
-                    texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
-                    wait_for_scan(f, edges_kind(f, flags))  # its edges
-                elif flags & AST:
-                    wait_for_scan(f, _SYNTAX)  # grimp's check of the whole file's syntax
-                records[f.rel] = [f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None, started]
-            read += 1
-            if stage == "read" and read == lead:  # every module under the graph prefixes is read
-                ask_lead()
-            submit(_BATCH)  # (a part whose files to scan hold more than `_BATCH_BYTES`)
-            # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
-            # failed, or is not for its scanner) is parsed again whole when its scan is back,
-            # which says why.
-            done.update(_scan_ast(records, pending, hot, by_rel, plan, parsed=None))
-            kept.update(pending)
-            # The scans back by now are settled here, while later ones run: what is left after
-            # the last chunk is the last scans alone.
-            take(background.ready())
-        if stage == "read":  # fewer chunks than `lead`
-            ask_lead()
-        submit(1)  # what is left, after the last chunk
-        if stage == "scan":  # the prediction waits for the lead scan alone, not the last ones
-            take(background.until(_LEAD))
-        elif stage == "predict":
-            take(())
-        take(background.results())
+            reader.read_chunk(chunk)
+        reader.last_scans()
     finally:
-        background.close()  # (a scan stopped by an error leaves no thread behind)
-    if stage == "asked":
-        part.early = tuple(early)
-    return part
+        reader.background.close()  # (a scan stopped by an error leaves no thread behind)
+    return reader.result()
 
 
-def _settler(records, kept, done, by_rel, hot, plan: ScanPlan, texts):
-    """`settle(files, edges, failed)`: one native scan's answer taken in: each of its files that
-    `_scan_ast` read in part parsed again whole where the scanner did not check it, then the
-    edges of its graph files stored. A file is in one scan, so the order of the scans does not
-    matter."""
+class _PartReader:
+    """One `scan_part`: the files read so far, and what waits for grimp's scanner.
 
-    def settle(files: list[SourceFile], edges: dict, failed: dict) -> None:
-        mine = {f.rel: kept.pop(f.rel) for f in files if f.rel in kept}
+    What waits is kept by kind: the graph files that keep every edge, those that keep only their
+    edges into `graph_named` (`ScanPlan.narrow`, `EdgeScanner.scan_into`), and the files asked
+    about for their syntax alone. Each kind goes in one call after the part's last chunk, unless
+    it holds more than `_BATCH_BYTES` (see there)."""
+
+    def __init__(self, context: PartContext, lead: int) -> None:
+        self.context, self.plan, self.lead = context, context.plan, lead
+        self.part = Part()
+        self.prefilter, self.graph_prefilter, self.reader = context.tools or part_tools(context.plan)
+        self.background = _Background(context.scanner)
+        self.waiting: dict[int, list[SourceFile]] = {_ALL_EDGES: [], _EDGES_INTO: [], _SYNTAX: []}
+        self.held = dict.fromkeys(self.waiting, 0)  # bytes waiting, by kind
+        self.texts: dict[str, bytes] = {}  # graph files' texts, for names of from-imports over several lines
+        self.cuts: dict[str, int] = {}  # where the files that keep only their edges into `graph_named` are cut
+        self.by_rel: dict[str, SourceFile] = {}
+        self.kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
+        self.hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
+        self.done: set[str] = set()  # the files `_scan_ast` read
+        # The closure's prediction (`lead`): "read" (the lead chunks are being read), "scan" (their
+        # edges asked for), "predict" (back: predict at the next chance), then "asked" (its files
+        # given to the scanner) or "" (not this part's).
+        self.stage = "read" if lead and self.plan.graph_prefixes else ""
+        self.early: list = [{}, {}, []]  # the closure's files scanned early: edges, failed, modules
+        self.chunks_read = 0
+
+    def read_chunk(self, chunk: list[SourceFile]) -> None:
+        """Read and classify a chunk's files, parse those `ast` needs, and take the scans back
+        by now (the later ones run meanwhile: after the last chunk only they are left)."""
+        pending: dict[str, bytes] = {}  # this chunk's files to parse with ast
+        for f in chunk:
+            self.read_file(f, pending)
+        self.chunks_read += 1
+        if self.stage == "read" and self.chunks_read == self.lead:  # every module under the graph prefixes is read
+            self.ask_lead()
+        self.submit(_BATCH)  # (a part whose files to scan hold more than `_BATCH_BYTES`)
+        # The chunk's ast pass, as if grimp had checked every file; a file it did not check (it
+        # failed, or is not for its scanner) is parsed again whole when its scan is back, which says why.
+        part, plan = self.part, self.plan
+        self.done.update(_scan_ast(part.records, pending, self.hot, self.by_rel, plan, parsed=None))
+        self.kept.update(pending)
+        self.take(self.background.ready())
+
+    def read_file(self, f: SourceFile, pending: dict[str, bytes]) -> None:
+        """One file: read, its record reused if its content is the cached one, else classified."""
+        self.by_rel[f.rel] = f
+        read = self._read(f)
+        if read is None:
+            return
+        data, ctime = read
+        part = self.part
+        part.touched.add(f.rel)
+        if self.plan.texts:
+            part.texts[f.rel] = data
+        if self.reader is not None:
+            part.statements[f.rel] = _statements_of(self.reader, data)
+        # Every file's hash (SHA-1): after a fresh copy or checkout (every ctime new) the
+        # unchanged files are told by it, without the prefilter.
+        digest = content_digest(data) if self.context.hashed else None
+        if not self._reused(f, ctime, digest):
+            self._classify(f, data, ctime, digest, pending)
+
+    def _read(self, f: SourceFile) -> tuple[bytes, int] | None:
+        """(content, ctime) of `f`, or None with the reason in `unreadable`."""
+        try:
+            return read_source(f.path, self.context.inside)
+        except TooLarge as e:
+            self.part.unreadable[f.rel] = (f"cannot read: {e.size / 2**20:.1f} MiB, over the "
+                                           f"{MAX_READ_BYTES // 2**20} MiB this tool reads; split or exclude the file")
+        except OSError as e:
+            self.part.unreadable[f.rel] = f"cannot read: {e.strerror or e}"
+        return None
+
+    def _reused(self, f: SourceFile, ctime: int, digest: bytes | None) -> bool:
+        """Whether the cached record holds for this content (then it is taken, with the new stat)."""
+        entry = self.context.old_files.get(f.rel)
+        if entry is None or entry.digest is None or digest != entry.digest:
+            return False
+        self.part.records[f.rel] = entry.restamped(f.mtime_ns, f.size, ctime, self.context.started)
+        if entry.flags & GRAPH and entry.wants_edges():
+            self.wait_for_scan(f, self.edges_kind(f, entry.flags))  # an earlier run stopped before its edges
+        return True
+
+    def _classify(self, f: SourceFile, data: bytes, ctime: int, digest: bytes | None,
+                  pending: dict[str, bytes]) -> None:
+        """A new record for `f`, and what it waits for: `ast` (`pending`), grimp's scanner."""
+        flags, lines = classify(f, data, self.plan, searchable, self.prefilter, self.graph_prefilter, self.cuts)
+        if flags & AST:
+            pending[f.rel] = data
+            self.hot[f.rel] = lines
+        if flags & DECODED:
+            self.part.decoded.add(f.module)
+        if flags & GRAPH:
+            self.texts[f.rel] = data  # for the names of a from-import over several lines, not read twice
+            self.wait_for_scan(f, self.edges_kind(f, flags))  # its edges
+        elif flags & AST:
+            self.wait_for_scan(f, _SYNTAX)  # grimp's check of the whole file's syntax
+        self.part.records[f.rel] = FileRecord(f.mtime_ns, f.size, ctime, digest, flags, None, None, None, None,
+                                              self.context.started)
+
+    def edges_kind(self, f: SourceFile, flags: int) -> int:
+        return _EDGES_INTO if self.plan.narrow_file(f.module, flags) else _ALL_EDGES
+
+    def wait_for_scan(self, f: SourceFile, kind: int) -> None:
+        self.waiting[kind].append(f)
+        self.held[kind] += f.size
+
+    def submit(self, at_least: int) -> None:
+        """Give the scanner each kind that holds `at_least` files (or `_BATCH`), or `_BATCH_BYTES`."""
+        into, decoded = self.plan.named_index, self.part.decoded
+        for kind, files in self.waiting.items():
+            if len(files) >= min(at_least, _BATCH) or self.held[kind] >= _BATCH_BYTES:
+                narrow = kind == _EDGES_INTO
+                self.background.submit(files, decoded, syntax_only=kind == _SYNTAX, into=into if narrow else None,
+                                       memory=_prefixes(files, self.cuts, self.texts) if narrow else None)
+                self.waiting[kind], self.held[kind] = [], 0
+
+    def ask_lead(self) -> None:
+        """Every module under the graph prefixes is read: their edges asked for at once."""
+        files = self.waiting[_ALL_EDGES]
+        self.waiting[_ALL_EDGES], self.held[_ALL_EDGES] = [], 0
+        self.background.submit(files, self.part.decoded, tag=_LEAD)
+        self.stage = "scan" if files else "predict"
+
+    def take(self, results) -> None:
+        """Take the scans' answers in; once the lead scan is back, predict the closure and ask
+        for its files."""
+        for files, edges, failed, tag in results:
+            if tag == _CLOSURE:  # kept apart: only what the closure reaches is stored
+                self.early[0].update(edges)
+                self.early[1].update(failed)
+                self.early[2].extend(f.module for f in files)
+                continue
+            self.settle(files, edges, failed)
+            if tag == _LEAD:
+                self.stage = "predict"
+        if self.stage == "predict":
+            context = self.context
+            rel_of = {m: f.rel for m, f in context.known.items()}
+            predicted = closure.early_closure(self.plan.graph_index, self.plan.stop_index, context.known, self.part.records,
+                                      rel_of)
+            self.background.submit(predicted, self.part.decoded, tag=_CLOSURE)
+            self.stage = "asked"
+
+    def settle(self, files: list[SourceFile], edges: dict, failed: dict) -> None:
+        """One native scan's answer: each of its files that `_scan_ast` read in part parsed again
+        whole where the scanner did not check it, then the edges of its graph files stored. A
+        file is in one scan, so the order of the scans does not matter."""
+        records = self.part.records
+        mine = {f.rel: self.kept.pop(f.rel) for f in files if f.rel in self.kept}
         if mine:
-            _rescan_unchecked(records, mine, [rel for rel in mine if rel in done], by_rel, hot, plan, edges)
-        graph = [f for f in files if records[f.rel][FLAGS] & GRAPH]
+            _rescan_unchecked(records, mine, [rel for rel in mine if rel in self.done], self.by_rel, self.hot,
+                              self.plan, edges)
+        graph = [f for f in files if records[f.rel].flags & GRAPH]
         if graph:
-            store_edges(records, graph, edges, failed, plan, texts)
+            store_edges(records, graph, edges, failed, self.plan, self.texts)
 
-    return settle
+    def last_scans(self) -> None:
+        """After the last chunk: what is left given to the scanner, and every answer taken."""
+        if self.stage == "read":  # fewer chunks than `lead`
+            self.ask_lead()
+        self.submit(1)
+        if self.stage == "scan":  # the prediction waits for the lead scan alone, not the last ones
+            self.take(self.background.until(_LEAD))
+        elif self.stage == "predict":
+            self.take(())
+        self.take(self.background.results())
+
+    def result(self) -> Part:
+        if self.stage == "asked":
+            self.part.early = tuple(self.early)
+        return self.part
 
 
 def _prefixes(files: list[SourceFile], cuts: dict[str, int], texts: dict[str, bytes]) -> dict[str, str] | None:
@@ -323,10 +343,11 @@ def _prefixes(files: list[SourceFile], cuts: dict[str, int], texts: dict[str, by
 
 
 def _statements_of(reader, data: bytes) -> tuple:
-    """What `missing_imports` reads off every file's text: (statements, unsure lines, whole file
-    unsure, its `runtime.text_facts`, the names of its column-0 `def`s and `class`es); plain
-    values, for a worker to send. (The names are wanted of three quarters of a tree's modules,
-    those something imports names from: read here, on every core, rather than after the read.)"""
+    """What the plan's `statement_roots` ask of every file's text: (statements, unsure lines,
+    whole file unsure, its `runtime.text_facts`, the names of its column-0 `def`s and
+    `class`es); plain values, for a worker to send. (Read here, on every core, rather than
+    after the read.)"""
+    # (start-up: ~14 ms for `bindings` and `runtime`, only for a plan with `statement_roots`)
     from contracts.engine.bindings import defs_at_column_0
     from contracts.engine.import_lines import WHOLE_FILE
     from contracts.engine.runtime import text_facts
@@ -337,35 +358,29 @@ def _statements_of(reader, data: bytes) -> tuple:
 
 
 def store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dict, plan: ScanPlan,
-                 texts: dict[str, bytes]) -> None:
+                texts: dict[str, bytes]) -> None:
+    """A scan's answer into the records of `files`: their edges (with the names `name_prefixes`
+    keep), or why the scanner failed on them."""
     for f in files:
         rec = records[f.rel]
-        if rec[ERROR] is not None:
+        if rec.error is not None:
             continue  # the ast pass could not parse it: it has no edges
         if f.module in failed:
-            rec[ERROR] = failed[f.module]
+            rec.error = failed[f.module]
             continue
-        rec[EDGES] = edges.get(f.module, [])
-        rec[NAMES] = _names_for(f, rec[EDGES], plan.name_index, texts.pop(f.rel, None), bool(rec[FLAGS] & DECODED))
+        rec.edges = edges.get(f.module, [])
+        rec.names = _names_for(f, rec.edges, plan.name_index, texts.pop(f.rel, None), bool(rec.flags & DECODED))
 
 
 def prefilter_for(plan: ScanPlan):
     """The prefilter of the removed prefixes, or None."""
-    if not plan.removed:
-        return None
-    from contracts.engine.prefilter import RemovedPrefilter
-
-    return RemovedPrefilter(plan.removed)
+    return RemovedPrefilter(plan.removed) if plan.removed else None
 
 
 def graph_prefilter_for(plan: ScanPlan):
-    """The prefilter that tells a file naming the checked kernel package from one that only holds
-    its word (`plan.graph_named`), or None."""
-    if not plan.graph_named:
-        return None
-    from contracts.engine.prefilter import RemovedPrefilter
-
-    return RemovedPrefilter(plan.graph_named)
+    """The prefilter that tells a file naming a `graph_named` package from one that only holds
+    its word, or None."""
+    return RemovedPrefilter(plan.graph_named) if plan.graph_named else None
 
 
 def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
@@ -373,71 +388,74 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
     """(AST | GRAPH | DECODED, hot lines): what to do with a file of this content. The hot lines
     are those the prefilter found (None: the file's `ast_words` decide, as Python reads it).
     `graph_prefilter` (`graph_prefilter_for`): a file with a graph word is a graph file only if it
-    may name the package. `cuts`: for a file that keeps only its edges into that package
+    may name a `graph_named` package. `cuts`: for a file that keeps only its edges into those
     (`ScanPlan.narrow_file`), where its text is cut (`narrow_cut`), by relative path."""
-    from contracts.engine.scan import declared_encoding
-
-    if not (plan.ast_words or plan.graph_words or plan.ast_prefixes or plan.graph_prefixes or plan.removed):
-        return 0, None  # nothing to look for (a plan for the text-reading rules alone)
-    module = f.module
-    found = None  # the mentions of `hay` both prefilters search for, found once (`Mentions`)
-
-    def names_graph(text: bytes) -> bool:
-        if graph_prefilter is None:
-            return any(w in text for w in plan.graph_words)
-        # (the prefilter first: it reads the mentions the other prefilter found too, where the
-        # word would be one more search of the whole text, and the word is rare once it hits)
-        return graph_prefilter.any_hot(text, module, f.is_package, found) and any(w in text for w in plan.graph_words)
-
-    under_ast = plan.ast_index.longest_of(module) is not None
-    under_graph = plan.graph_index.longest_of(module) is not None
+    if plan.looks_for_nothing:
+        return 0, None
+    under_graph = plan.graph_index.longest_of(f.module) is not None
     # The words as Python reads the text (a declared encoding, NFKC-normalized identifiers); for
     # ASCII source without a declaration (nearly every file) that is `data` itself, at once.
     hay = searchable(data)
-    if prefilter is not None and graph_prefilter is not None:
-        from contracts.engine.prefilter import Mentions
-
-        found = Mentions(hay)
-    joint = None  # both prefilters' hits in one pass over the mentions, and the text they are in
-    if found is not None and hay is data and not under_graph:
-        from contracts.engine.prefilter import joint_hits
-
-        joint = joint_hits(prefilter, graph_prefilter, data, module, f.is_package, found)
-        raw_graph = bool(joint[1]) and any(w in data for w in plan.graph_words)
-    else:
-        # A module under a graph prefix is a graph file whatever it names; its bytes are searched
-        # only where the DECODED test below compares what the bytes and the text name.
-        raw_graph = under_graph if under_graph and hay is data else names_graph(data)
-    graph_hit = raw_graph or under_graph
-    if prefilter is not None:
-        lines = (prefilter.lines_of(joint[2], joint[0]) if joint is not None
-                 else prefilter.hot_lines(hay, module, f.is_package, found))
-        ast_hit = bool(lines) or under_ast
-        decoded = False
-        if hay is not data:
-            hay_graph = names_graph(hay)
-            # grimp's scanner reads raw UTF-8: a file in another declared encoding, or one whose
-            # names appear only once normalized, gets its edges from `ast`. (Prose in fullwidth
-            # punctuation, common in comments, changes under NFKC but needs no such detour.)
-            decoded = declared_encoding(data) is not None or (hay_graph and not raw_graph) or (
-                bool(lines) and lines != prefilter.hot_lines(data, module, f.is_package))
-            graph_hit = graph_hit or hay_graph
-        flags = (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0)
-        if cuts is not None and graph_hit and hay is data and plan.narrow_file(module, flags):
-            cut = narrow_cut(data, f, graph_prefilter, found, joint[1] if joint is not None else None)
-            if cut is not None:
-                cuts[f.rel] = cut
-        return flags, lines
-    raw_ast = any(w in data for w in plan.ast_words)
-    ast_hit = raw_ast or under_ast
-    decoded = False
+    # (the mentions of `hay` both prefilters search for, found once)
+    found = Mentions(hay) if prefilter is not None and graph_prefilter is not None else None
+    joint, raw_graph = _graph_hit(f, data, hay, plan, prefilter, graph_prefilter, found, under_graph)
+    lines, raw_ast = _ast_hit(f, data, hay, plan, prefilter, found, joint)
+    under_ast = plan.ast_index.longest_of(f.module) is not None
+    flags = (AST if raw_ast or under_ast else 0) | (GRAPH if raw_graph or under_graph else 0)
     if hay is not data:
-        hay_ast = any(w in hay for w in plan.ast_words)
-        hay_graph = names_graph(hay)
-        decoded = declared_encoding(data) is not None or (hay_ast and not raw_ast) or (
-            hay_graph and not raw_graph)
-        ast_hit, graph_hit = ast_hit or hay_ast, graph_hit or hay_graph
-    return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), None
+        flags |= _decoded_flags(f, data, hay, plan, prefilter, graph_prefilter, found, lines, raw_ast, raw_graph)
+    if cuts is not None and prefilter is not None and flags & GRAPH and hay is data and plan.narrow_file(f.module, flags):
+        cut = narrow_cut(data, f, graph_prefilter, found, joint[1] if joint is not None else None)
+        if cut is not None:
+            cuts[f.rel] = cut
+    return flags, lines
+
+
+def _graph_hit(f: SourceFile, data: bytes, hay: bytes, plan: ScanPlan, prefilter, graph_prefilter, found,
+               under_graph: bool) -> tuple[tuple | None, bool]:
+    """(both prefilters' hits, found in one pass over the mentions where both are given, or
+    None; whether the file's bytes name a graph package)."""
+    if found is not None and hay is data and not under_graph:
+        joint = joint_hits(prefilter, graph_prefilter, data, f.module, f.is_package, found)
+        return joint, bool(joint[1]) and any(w in data for w in plan.graph_words)
+    # A module under a graph prefix is a graph file whatever it names; its bytes are searched
+    # only where `_decoded_flags` compares what the bytes and the text name.
+    return None, under_graph if under_graph and hay is data else _names_graph(data, f, plan, graph_prefilter, found)
+
+
+def _ast_hit(f: SourceFile, data: bytes, hay: bytes, plan: ScanPlan, prefilter, found,
+             joint: tuple | None) -> tuple[list[int] | None, bool]:
+    """(the hot lines the prefilter finds in the text, or None without one; whether the file
+    may name a removed module)."""
+    if prefilter is None:
+        return None, any(w in data for w in plan.ast_words)
+    lines = (prefilter.lines_of(joint[2], joint[0]) if joint is not None
+             else prefilter.hot_lines(hay, f.module, f.is_package, found))
+    return lines, bool(lines)
+
+
+def _names_graph(text: bytes, f: SourceFile, plan: ScanPlan, graph_prefilter, found) -> bool:
+    """Does `text` hold a graph word (where a graph prefilter is given: on a line that may name
+    a `graph_named` package)?"""
+    if graph_prefilter is None:
+        return any(w in text for w in plan.graph_words)
+    # (the prefilter first: it reads the mentions the other prefilter found too, where the word
+    # would be one more search of the whole text, and the word is rare once it hits)
+    return graph_prefilter.any_hot(text, f.module, f.is_package, found) and any(w in text for w in plan.graph_words)
+
+
+def _decoded_flags(f: SourceFile, data: bytes, hay: bytes, plan: ScanPlan, prefilter, graph_prefilter, found,
+                   lines, raw_ast: bool, raw_graph: bool) -> int:
+    """The flags the text as Python reads it (`hay`, not the bytes) adds. grimp's scanner reads
+    raw UTF-8: a file in another declared encoding, or one whose names appear only once
+    normalized, gets its edges from `ast` (DECODED). (Prose in fullwidth punctuation, common in
+    comments, changes under NFKC but needs no such detour.)"""
+    hay_graph = _names_graph(hay, f, plan, graph_prefilter, found)
+    hay_ast = prefilter is None and any(w in hay for w in plan.ast_words)  # (the hot lines are the text's)
+    decoded = declared_encoding(data) is not None or (hay_graph and not raw_graph) or (
+        (bool(lines) and lines != prefilter.hot_lines(data, f.module, f.is_package)) if prefilter is not None
+        else (hay_ast and not raw_ast))
+    return (AST if hay_ast else 0) | (GRAPH if hay_graph else 0) | (DECODED if decoded else 0)
 
 
 def narrow_cut(data: bytes, f: SourceFile, graph_prefilter, found=None, hits: list[int] | None = None) -> int | None:
@@ -471,12 +489,12 @@ def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str] | 
     for rel, data in pending.items():
         f = by_rel[rel]
         rec = records[rel]
-        if rec[ERROR] is not None:
+        if rec.error is not None:
             continue
         checked = parsed is None or f.module in parsed
         result = file_refs(data, f.module, f.is_package, plan.ast_words, hot.get(rel), checked)
-        rec[REFS] = [ref_tuple(r) for r in result.refs]
-        rec[ERROR] = result.error
+        rec.refs = [ref_tuple(r) for r in result.refs]
+        rec.error = result.error
         done.append(rel)
     return done
 
@@ -490,8 +508,8 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
             continue
         rec = records[rel]
         result = file_refs(pending[rel], f.module, f.is_package, plan.ast_words, hot.get(rel), False)
-        rec[REFS] = [ref_tuple(r) for r in result.refs]
-        rec[ERROR] = result.error
+        rec.refs = [ref_tuple(r) for r in result.refs]
+        rec.error = result.error
     pending.clear()
 
 
@@ -499,12 +517,9 @@ def _rescan_unchecked(records, pending, done, by_rel, hot, plan: ScanPlan, parse
 # until the call is back, for the names of from-imports over several lines; the same bound for
 # the files checked for their syntax, whose texts wait for the answer too), not small batches
 # scanned while this thread reads on. Each call converts the description of every module of the
-# tree first (3 ms on 0.5.23, holding the GIL) and builds its answer's objects last (holding it
-# too), and both processes already keep both cores busy: with batches of 128 files or 2 MB
-# (7-9 calls a process on 0.5.23), every rule on 0.5.23 took 0.646-0.674 s and 1.05-1.11 CPU-s
-# against 0.596-0.627 s and 0.98-1.01 CPU-s with one call a process after its last chunk (16
-# alternating rounds, twice, the same output); in one process (`--jobs 1`) the two ways took
-# the same (0.740 against 0.736 s), and 0.5.16 and the 174-prefix tree were unchanged.
+# tree first and builds its answer's objects last, both holding the GIL, while both processes
+# already keep both cores busy: one call a process after its last chunk measured faster than
+# batches of 128 files or 2 MB, with the same output (docs/benchmarks.md).
 _ALL_EDGES, _EDGES_INTO, _SYNTAX = 0, 1, 2  # what a native scan call asks of its files
 _LEAD, _CLOSURE = "lead", "closure"  # the tags of the closure's scans in a `lead` part
 _BATCH = 1 << 16  # files per native scan call at most
@@ -537,12 +552,6 @@ class _Background:
         if not files:
             return
         if self.thread is None:
-            import threading
-
-            try:  # (`queue` imports `heapq` and more for its other queues: ~1 ms a process)
-                from _queue import SimpleQueue
-            except ImportError:  # pragma: no cover - a Python without the C module
-                from queue import SimpleQueue
             self.todo = SimpleQueue()
             self.back = threading.Condition()
             self.thread = threading.Thread(target=self._work, name="namespace-lint-scan", daemon=True)
@@ -603,12 +612,10 @@ def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int
     """The references of one file (a `FileScan`): of the statements that span its hot `lines`
     (None: the lines holding `words`), from the top-level statements around them where grimp
     has already checked the whole file's syntax (`checked`), else from the whole file."""
-    from contracts.engine import scan as scan_mod
-    from contracts.engine.scan import scan_source
+    # (start-up: ~3 ms of patterns compiled, only where a file needs it, and not before the fork)
     from contracts.engine.window import keep_hot_statements
 
-    limit = getattr(scan_mod, "MAX_PARSE_BYTES", None)
-    if checked and (limit is None or len(data) <= limit):
+    if checked and len(data) <= scan_mod.MAX_PARSE_BYTES:
         # Only the hot statements inside their blocks, else the whole top-level statements
         # around them: a window that does not parse (a line at column 0 inside brackets cut a
         # statement) is no answer, the next larger one is asked.
@@ -625,43 +632,50 @@ def file_refs(data: bytes, module: str, is_package: bool, words, lines: list[int
 def _names_for(f: SourceFile, edges, prefixes, text: bytes | None = None, decoded: bool = False) -> dict | None:
     """The from-imported names of `edges` into `prefixes`, by line. `decoded`: Python reads the
     file otherwise than its bytes (a declared encoding): the names come from that text."""
+    needed = _lines_needing_names(f.module, edges, prefixes, decoded)
+    if not needed:
+        return None
+    plain = not decoded and text is not None and _bytes_are_lines(text)
+    python_lines: list = []  # the file's lines as Python reads them, once one statement needs them
+    return {line: _names_at(f, text, line, contents, decoded, plain, python_lines)
+            for line, contents in sorted(needed.items())}
+
+
+def _lines_needing_names(importer: str, edges, prefixes, decoded: bool) -> dict[int, str]:
+    """line -> grimp's text of it, for the from-imports among `edges` into `prefixes` (but for
+    an edge within one child package of a prefix)."""
     needed = {}
-    importer = f.module
     for imported, line, contents in edges:
         # (`from a.b \` continues on the next line: the names are read off the whole statement)
         if line not in needed and (decoded or "import" in contents or contents.endswith("\\")):
             prefix = prefixes.longest_of(imported)
             if prefix is not None and not _one_child(importer, imported, prefix):
                 needed[line] = contents.lstrip("\ufeff")  # (grimp keeps a BOM in line 1's text)
-    if not needed:
-        return None
-    out: dict = {}
-    lines = None
-    plain = not decoded and text is not None and _bytes_are_lines(text)
-    for line, contents in sorted(needed.items()):
-        # Most statements are whole on the line grimp reports; the file is read only for the
-        # rest (a parenthesized list over several lines, a statement after `;`).
-        names = None if decoded else names_from_text(contents)
-        if names is None and (decoded or not is_plain_import(contents)):
-            # `statement_names`' first answer, off the lines from this one on, found by the text
-            # grimp reported for it (not all of a large file's lines: 31 ms over 544 files on 0.5.23).
-            found = _lines_from(text, line, contents) if plain else None
-            if found is not None:
-                names = None if is_plain_import(found[0]) else names_from_text(found[0], found[1])
-                if names is not None:
-                    out[line] = names
-                    continue
-            if lines is None:
-                lines = _python_lines(f, text)
-            names = statement_names(lines, line)
-        out[line] = names
-    return out
+    return needed
+
+
+def _names_at(f: SourceFile, text: bytes | None, line: int, contents: str, decoded: bool, plain: bool,
+              python_lines: list):
+    """The names the statement at `line` imports. Most statements are whole on the line grimp
+    reports (`contents`); the file is read only for the rest (a parenthesized list over several
+    lines, a statement after `;`): off the lines from this one on where `text` is `plain`
+    (its bytes are its lines), else off all of Python's lines (`python_lines` keeps them)."""
+    names = None if decoded else names_from_text(contents)
+    if names is not None or (not decoded and is_plain_import(contents)):
+        return names
+    found = _lines_from(text, line, contents) if plain else None
+    if found is not None:
+        names = None if is_plain_import(found[0]) else names_from_text(found[0], found[1])
+        if names is not None:
+            return names
+    if not python_lines:
+        python_lines.append(_python_lines(f, text))
+    return statement_names(python_lines[0], line)
 
 
 def _one_child(importer: str, imported: str, prefix: str) -> bool:
-    """Do `importer` and `imported` lie in one child package of `prefix` (a group importing
-    itself)? (On 0.5.23, 1,407 edges keep their names, against 2,253 with the shared modules'
-    and the groups' own.)"""
+    """Do `importer` and `imported` lie in one child package of `prefix` (a package importing
+    itself)? Such an edge keeps no names: fewer names to read."""
     head = prefix + "."
     if not importer.startswith(head):
         return False
@@ -673,8 +687,6 @@ def _one_child(importer: str, imported: str, prefix: str) -> bool:
 def _bytes_are_lines(data: bytes) -> bool:
     """Are `data`'s lines, split at `\\n`, the ones `_python_lines` gives (no BOM, no declared
     encoding, no `\\r`)?"""
-    from contracts.engine.scan import declared_encoding
-
     return not data.startswith(b"\xef\xbb\xbf") and b"\r" not in data and declared_encoding(data) is None
 
 
@@ -704,8 +716,6 @@ def _following(data: bytes, end: int, most: int):
 
 def _python_lines(f: SourceFile, data: bytes | None) -> list[str]:
     """`f`'s lines as Python reads and numbers them: its declared encoding, no BOM."""
-    from contracts.engine.scan import declared_encoding, decode_source
-
     if data is None:
         try:
             data = read_regular(f.path, limit=MAX_READ_BYTES)[0]

@@ -103,3 +103,16 @@ def first_hop(model, chain) -> tuple[int, int]:
                 first[key] = (e.line, e.contents)
     line, contents = first.get((chain[0], chain[1]), (1, None))
     return line, col_of(model, chain[0], line, contents)
+
+
+def top_packages(spec) -> list[str]:
+    """The top-level subpackages holding an `operator_groups` contract's container and shared
+    modules (`sglang.kernels.ops` -> `sglang.kernels`): the packages whose edges its rules read."""
+    return [".".join(m.split(".")[:2]) for m in (spec.container, *spec.shared_modules)]
+
+
+def higher_layers(config) -> list[str]:
+    """The packages above the lowest layer of every configured `layer` contract, whichever
+    contracts run: a chain stops there (`layer` reports the first hop), so the closure need not
+    enter them."""
+    return [m for spec in config.layers for m in spec.layers[:-1]]

@@ -33,7 +33,16 @@ from __future__ import annotations
 from contracts.config import GroupsSpec
 from contracts.findings import Finding
 from contracts.prefixes import PrefixIndex, ancestors_or_self
-from contracts.rules._common import adjacency_of, chain_text, chains_from, col_of, first_hop, rel_of
+from contracts.rules._common import (
+    adjacency_of,
+    chain_text,
+    chains_from,
+    col_of,
+    first_hop,
+    higher_layers,
+    rel_of,
+    top_packages,
+)
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:
@@ -137,3 +146,9 @@ def _shared(spec: GroupsSpec) -> str:
     if not spec.shared_modules:
         return "`shared_modules`"
     return ", ".join(f"`{m}`" for m in spec.shared_modules)
+
+
+def needs(spec: GroupsSpec, config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): the edges into the groups'
+    package and the chains to it, which stop at a higher layer."""
+    return {"edges_named": top_packages(spec), "closure_stop": higher_layers(config)}

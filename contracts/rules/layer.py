@@ -32,7 +32,15 @@ from __future__ import annotations
 from contracts.config import LayerSpec
 from contracts.engine.resolve import is_under
 from contracts.findings import Finding
-from contracts.rules._common import adjacency_of, chain_text, chains_from, col_of, first_hop, rel_of
+from contracts.rules._common import (
+    adjacency_of,
+    chain_text,
+    chains_from,
+    col_of,
+    first_hop,
+    higher_layers,
+    rel_of,
+)
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:
@@ -73,3 +81,9 @@ def check(model: Model, spec: LayerSpec) -> list[Finding]:
                 f"through a chain: {chain_text(chain)}",
             ))
     return findings
+
+
+def needs(spec: LayerSpec, config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): the edges of the lower
+    layers' modules and the chains from them, which stop at a higher layer."""
+    return {"edges": spec.layers[1:], "closure_stop": higher_layers(config)}

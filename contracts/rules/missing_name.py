@@ -64,3 +64,9 @@ def check(model: Model, config: Config, spec: MissingSpec) -> list[Finding]:
     from contracts.rules import _missing
 
     return [f for f in _missing.findings(model, config, spec) if f.rule == RULE_ID]
+
+
+def needs(spec: MissingSpec, config: Config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): every file's text, and its
+    import statements read with it."""
+    return {"texts": True, "statement_roots": spec.statement_roots(config.root_packages)}

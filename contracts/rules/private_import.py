@@ -37,7 +37,7 @@ from __future__ import annotations
 from contracts.config import GroupsSpec
 from contracts.engine.resolve import is_under
 from contracts.findings import Finding
-from contracts.rules._common import col_of, rel_of
+from contracts.rules._common import col_of, rel_of, top_packages
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:
@@ -97,3 +97,9 @@ def _into_group(spec: GroupsSpec, e, group: str):
         if _private(name):
             yield f"{e.imported}.{name}", (f"`{importer}` imports the private name `{name}` from `{e.imported}` "
                                            f"(group `{group}`); use the group's public functions")
+
+
+def needs(spec: GroupsSpec, config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): the edges into the groups'
+    package, with the names they import from the container."""
+    return {"edges_named": top_packages(spec), "names": (spec.container,)}

@@ -191,3 +191,9 @@ def _message(shown: str, what: str, prefix: str | None, replacement: str | None,
                 f"{', '.join(f'`{n}`' for n in missing)}; add a line for it")
     return (f"`{shown}` was removed ({what}; `{prefix}` no longer exists) and "
             f"`replacements` names no new place for it; add a line for it")
+
+
+def needs(spec: RemovedSpec, config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): the files that may name a
+    removed module."""
+    return {"removed": spec.removed}

@@ -61,3 +61,9 @@ def check(model: Model, spec: RemovedSpec) -> list[Finding]:
                 spec.replacement_for(prefix),
             ))
     return findings
+
+
+def needs(spec: RemovedSpec, config) -> dict:
+    """What the scan must find for this rule (`engine.records.NEEDS`): every module under a
+    removed prefix, parsed (a shim)."""
+    return {"parsed": spec.removed}

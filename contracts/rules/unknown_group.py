@@ -65,3 +65,8 @@ def check(model: Model, spec: GroupsSpec) -> list[Finding]:
                 f"declared group `{g}` has no package `{prefix}{g}`; remove it from `groups` or "
                 f"create it"))
     return findings
+
+
+def needs(spec: GroupsSpec, config) -> dict:
+    """What the scan must find for this rule: nothing (it reads the container's directories)."""
+    return {}

@@ -60,3 +60,8 @@ def unmatched_lines(src: str, config_path: str, contract_id: str, option: str, l
         findings.append(Finding(rel, line, 1, RULE_ID, a, b,
             f"`{option}` line `{a} -> {b}` of contract `{contract_id}` matches no import; delete it"))
     return findings
+
+
+def needs(spec: GroupsSpec, config) -> dict:
+    """What the scan must find for this rule: nothing (it reads what the other rules matched)."""
+    return {}

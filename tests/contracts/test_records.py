@@ -137,3 +137,24 @@ def test_a_run_without_a_cache_loads_no_hashing(tmp_path):
                             capture_output=True, text=True, env=env)
     assert cold.stdout.splitlines()[-1] == "LOADED []", cold.stdout + cold.stderr
     assert cached.stdout.splitlines()[-1] == "LOADED ['_hashlib', 'hashlib', 'hmac']", cached.stdout + cached.stderr
+
+
+def test_a_file_record_travels_as_plain_values():
+    """The cache (`marshal`) and a worker's pipe hold a `FileRecord` as a plain list; it comes
+    back equal, and a part sent by a worker gives back the records it made."""
+    import marshal
+    import pickle
+
+    from contracts.engine.file_record import FileRecord
+    from contracts.engine.reading import Part
+    from contracts.engine.records import AST, GRAPH
+
+    rec = FileRecord(1, 2, 3, b"digest", AST | GRAPH, [(1, 0, 1, "import", "pkg.a", None, None, 0, False, False,
+                                                        None, False, False)], None, [("pkg.a", 1, "import pkg.a")],
+                     {1: ["a"]}, 4.5)
+    assert FileRecord.of(marshal.loads(marshal.dumps(rec.stored()))) == rec
+    assert rec.semantic() == FileRecord.of(rec.stored()).restamped(9, 9, 9, 9.0).semantic()
+    part = Part(records={"pkg/a.py": rec}, statements={"pkg/a.py": ()}, texts={"pkg/a.py": b"import pkg.a\n"})
+    part.before_transfer()
+    sent = pickle.loads(pickle.dumps(part))
+    assert sent.received().records == {"pkg/a.py": rec} and sent.texts == {}
