@@ -20,8 +20,12 @@ pieces, a non-ASCII identifier -- is hot, so the pass never hides a reference th
 pass would find (`tests/contracts/test_prefilter.py` checks that on generated files), as long
 as the root package's name itself is written whole. A target that splits or escapes the root
 (`"sg" "lang.x"`, `"sg\\x6cang.x"`) is not found (`docs/guarantees.md` says so): finding it
-means looking at every string of every file (one search for such pieces took 0.71 s on
-0.5.23's 4,719 files, against 0.12 s for every mention of the root).
+means looking at every string of every file, several times the cost of finding every mention
+of the root.
+
+One pass (`_hits_of`) serves one prefilter (`hot_lines`, `any_hot`, `last_hot`) or several
+reading the same file (`joint_hits`): each mention is found and classified once, and each
+prefilter's own tests run on it.
 
 Files whose text Python reads differently from their bytes (a declared encoding, identifiers
 that NFKC normalization changes) do not come here: they take the word search in `reading.py`.
@@ -286,9 +290,8 @@ def _string_hot(data: bytes, size: int, end: int, kind: int, quote: int, after: 
 class Mentions:
     """What `_hits` searches one text for, found once for every prefilter that reads it: each
     root's dotted paths (the root's name decides them, not the prefixes) and the starts of the
-    relative imports. The removed modules' prefilter and the kernel package's read every file
-    with the same root: each full search is ~30 ms over 0.5.23's 68 MB, and the second one's
-    were half of its cost."""
+    relative imports. Two prefilters of the same root (one per rule that needs hot lines) then
+    search each text once between them."""
 
     __slots__ = ("data", "_roots", "_relative")
 
@@ -313,9 +316,9 @@ def _relative_starts(data: bytes):
     return (m.start() for m in _RELATIVE.finditer(data))
 
 
-# Bytes of Python source, the most frequent first (counted over sglang 0.5.23's 68 MB): `re`
-# finds a literal by trying each place its first byte occurs, so a root is searched from its
-# rarest byte on (`glang` for `sglang`: 25.6 against 41.1 ms over the 174-prefix tree's 40 MB).
+# Bytes of Python source, the most frequent first (counted over a large real tree): `re` finds
+# a literal by trying each place its first byte occurs, so a root is searched from its rarest
+# byte on (`glang` for `sglang`).
 _BY_FREQUENCY = (b" etsaroni_l\ndcpfmu.h,g=)(\"k:byvwx-qTN[]E1ASz02CLMP#IORDF`3*/B>V4GK{}U+j86HW5'Q<X;|@Y!%"
                  b"\\9Z7J&$^~?\t")
 
