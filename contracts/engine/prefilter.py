@@ -63,8 +63,9 @@ class RemovedPrefilter:
             skip = _rarest(word)
             self._paths[word] = (re.compile(re.escape(word[skip:]) + rb"(?:\.\w+)*"), word[:skip])
         self._kind: dict[bytes, int] = {}
-        # What `_hits_of` reads for each root, for this prefilter alone or with others (`_roots_of`).
+        # What `_hits_of` reads for each root, for this prefilter with others (`_roots_of`), and alone.
         self._plans: dict[tuple, list[tuple]] = {}
+        self._alone = _roots_of((self,))
 
     # What a dotted name found in the text is, memoized (a tree names few distinct modules).
     UNDER, ANCESTOR, TEXT_PREFIX, OTHER = 1, 2, 4, 0
@@ -85,13 +86,15 @@ class RemovedPrefilter:
     def hot_lines(self, data: bytes, module: str, is_package: bool, found: Mentions | None = None) -> list[int]:
         """1-based numbers of the lines (as Python counts them) that may hold a reference.
         `found`: the mentions of `data`, shared with another prefilter reading the same text."""
-        data, found = _python_lines(data, found)
+        if b"\r" in data:
+            data, found = _python_lines(data), None
         return _line_numbers(data, list(self._hits(data, module, is_package, found)))
 
     def any_hot(self, data: bytes, module: str, is_package: bool, found: Mentions | None = None) -> bool:
         """Does `hot_lines` find a line? (It stops at the first: a file that names a prefix
         usually does so in its first lines.)"""
-        data, found = _python_lines(data, found)
+        if b"\r" in data:
+            data, found = _python_lines(data), None
         return next(self._hits(data, module, is_package, found), None) is not None
 
     @staticmethod
@@ -108,7 +111,7 @@ class RemovedPrefilter:
         """The offsets in `data` (newlines only) of what makes a line hot, in no order."""
         if found is not None and found.data is not data:
             found = None  # (another text: nothing to share)
-        return map(_second, _hits_of((self,), data, module, is_package, found))
+        return map(_second, _hits_of(self._alone, (self,), data, module, is_package, found))
 
     def _mention(self, data: bytes, size: int, start: int, end: int, path: bytes, kind: int, before: int,
                  after: int, dynamic: list) -> bool:
@@ -182,9 +185,12 @@ def joint_hits(first: RemovedPrefilter, second: RemovedPrefilter, data: bytes, m
     for each prefilter, in one pass over the mentions both read (two prefilters of one root read
     every file for the same word, and most mentions name a module of neither). The text is
     `data` with Python's line breaks made `\\n` where it holds a `\\r` (as `hot_lines` reads it)."""
-    data, found = _python_lines(data, found)
+    if b"\r" in data:
+        data, found = _python_lines(data), None
+    elif found is not None and found.data is not data:
+        found = None
     hits: tuple[list[int], list[int]] = ([], [])
-    for which, start in _hits_of((first, second), data, module, is_package, found):
+    for which, start in _hits_of(_roots_of((first, second)), (first, second), data, module, is_package, found):
         hits[which].append(start)
     return hits[0], hits[1], data
 
@@ -192,30 +198,44 @@ def joint_hits(first: RemovedPrefilter, second: RemovedPrefilter, data: bytes, m
 _second = operator.itemgetter(1)
 
 
-def _python_lines(data: bytes, found: Mentions | None) -> tuple[bytes, Mentions | None]:
+def _python_lines(data: bytes) -> bytes:
     """`data` with Python's line breaks (\\r\\n, \\r, \\n) made `\\n`, so offsets count lines as
-    Python does; `found` where its mentions are still those of that text."""
-    if b"\r" in data:
-        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n"), None
-    if found is not None and found.data is not data:
-        found = None
-    return data, found
+    Python does (the mentions found in `data` are then no longer those of the text)."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
-def _hits_of(prefilters: tuple[RemovedPrefilter, ...], data: bytes, module: str, is_package: bool,
-             found: Mentions | None):
+def _hits_of(roots: list[tuple], prefilters: tuple[RemovedPrefilter, ...], data: bytes, module: str,
+             is_package: bool, found: Mentions | None):
     """(which prefilter, offset) for each thing in `data` (newlines only) that makes a line hot
-    for one of `prefilters`: the mentions of their roots, then the relative imports. One pass
-    serves every prefilter, so a second one reading the same file costs its own tests only."""
+    for one of `prefilters` (`roots`: their `_roots_of`): the mentions of their roots, then the
+    relative imports. One pass serves every prefilter, so a second one reading the same file
+    costs its own tests only. Each dotted name's kinds are found once (`memo`; `none`: the
+    kinds of a name that is nothing to any of them), and most mentions stop at that test. (The
+    mention loop is written here, not in a generator of its own: one generator less per file
+    is a measured share of this pass.)"""
     dynamic = [None]  # does the file call import_module (a relative target names its package)?
-    for root, members, pattern, head, memo, none in _roots_of(prefilters):
+    for root, members, pattern, head, memo, none in roots:
         if found is None:
             if root not in data:
                 continue
             mentions = matches_after(pattern, head, data)
         else:
             mentions = found.of_root(root, pattern, head)
-        yield from _mention_hits(members, memo, none, data, mentions, dynamic)
+        size = len(data)
+        for start, end in mentions:
+            before = data[start - 1] if start else 10
+            if before in _WORD:
+                continue  # inside a longer name (`my_root`, `x.root`)
+            path = data[start:end]
+            kinds = memo.get(path)
+            if kinds is None:
+                kinds = memo[path] = _kinds(members, path)
+            after = data[end] if end < size else 10
+            if not kinds and after < 128 and before not in _QUOTES:
+                continue  # a name of no prefix, outside a string
+            for (which, p), kind in zip(members, kinds or none):
+                if p._mention(data, size, start, end, path, kind, before, after, dynamic):
+                    yield which, start
     if b"from" in data:
         yield from _relative_hits(prefilters, data, module, is_package, found)
 
@@ -236,29 +256,11 @@ def _roots_of(prefilters: tuple[RemovedPrefilter, ...]) -> list[tuple]:
     return plan
 
 
-def _mention_hits(members: list[tuple[int, RemovedPrefilter]], memo: dict[bytes, tuple[int, ...]],
-                  none: tuple[int, ...], data: bytes, mentions, dynamic: list):
-    """(which, start) for each mention (start, end) of a root that makes a line hot for one of
-    `members` (the prefilters of that root, with their places). Each dotted name's kinds are
-    found once (`memo`: a tree names few distinct modules; `none`, their
-    kinds where it is nothing to any of them); most mentions name a module of no
-    prefix, outside a string, and stop at that test."""
-    size = len(data)
-    for start, end in mentions:
-        before = data[start - 1] if start else 10
-        if before in _WORD:
-            continue  # inside a longer name (`my_root`, `x.root`)
-        path = data[start:end]
-        kinds = memo.get(path)
-        if kinds is None:
-            kinds = tuple(p._kind_of(path) for _, p in members)
-            kinds = memo[path] = kinds if any(kinds) else ()  # (empty: nothing to any of them)
-        after = data[end] if end < size else 10
-        if not kinds and after < 128 and before not in _QUOTES:
-            continue  # a name of no prefix, outside a string
-        for (which, p), kind in zip(members, kinds or none):
-            if p._mention(data, size, start, end, path, kind, before, after, dynamic):
-                yield which, start
+def _kinds(members: list[tuple[int, RemovedPrefilter]], path: bytes) -> tuple[int, ...]:
+    """What the dotted name `path` is to each of `members` (`RemovedPrefilter._kind_of`); empty
+    where it is nothing to any of them (the common case, told by one test)."""
+    kinds = tuple(p._kind_of(path) for _, p in members)
+    return kinds if any(kinds) else ()
 
 
 def _relative_hits(prefilters: tuple[RemovedPrefilter, ...], data: bytes, module: str, is_package: bool,
