@@ -390,24 +390,27 @@ def _name_goes_on(data: bytes, end: int) -> bytes | bool:
     dot then a name part: `r .a`, `r.a. b`)? The next name part (ASCII), True where it cannot be
     told (a continuation, a non-ASCII part: ast reads the full text), else False."""
     size = len(data)
-    i = end
-    while i < size and data[i] in _SPACE:
-        i += 1
+    i = _past_blanks(data, end, size)
     if i >= size:
         return False
     if data[i] == 0x5C:
         return True
     if data[i] != 0x2E:
         return False
-    i += 1
-    while i < size and data[i] in _SPACE:
-        i += 1
+    i = _past_blanks(data, i + 1, size)
     if i >= size or not (data[i] in _WORD or data[i] == 0x5C):
         return False
     m = _NAME_PART.match(data, i)
     if m is None or m.end() < size and (data[m.end()] >= 128 or data[m.end()] == 0x5C):
         return True
     return m.group()
+
+
+def _past_blanks(data: bytes, i: int, size: int) -> int:
+    """The offset of the first byte at or after `i` that is no blank (`size` if none)."""
+    while i < size and data[i] in _SPACE:
+        i += 1
+    return i
 
 
 def _line_at(data: bytes, line_start: int) -> str:
