@@ -26,6 +26,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from contracts.engine import scan as ast_scan
 from contracts.engine.resolve import resolve_relative
+from contracts.engine.window import keep_hot_statements
 
 # The newest syntax LibCST knows (its parser takes the version's grammar, not the interpreter's).
 PYTHON_VERSION = "3.15"
@@ -44,6 +45,30 @@ _TEXTS = (cst.FormattedStringText, cst.TemplatedStringText)
 def parse(text: str) -> cst.Module:
     """`text` as LibCST reads it with the newest grammar it knows; raises what the parser raises."""
     return cst.parse_module(text, config=cst.PartialParserConfig(python_version=PYTHON_VERSION))
+
+
+def scan_rejected(data: bytes, text: str, exc: BaseException, module: str, is_package: bool,
+                  hot: list[int] | None) -> ast_scan.FileScan:
+    """The references of a file `ast` rejected with `exc` (`text`: `data` decoded), where this
+    parser reads it; else a `parse-error` with `ast`'s reason. Only the statements around the
+    hot lines are walked, as `ast`'s are (`reading.file_refs`): LibCST's positions and walk cost
+    several times its parse."""
+    try:
+        tree = parse(text)
+    except Exception:  # noqa: BLE001 - no parser accepts it: `ast`'s reason is the finding
+        return ast_scan.FileScan([], error=ast_scan.error_reason(data, exc))
+    for nested in (True, False):
+        kept = keep_hot_statements(data, (), hot, nested=nested, any_syntax=True) if hot else None
+        if kept is None:
+            break
+        try:
+            return scan_module(kept.decode("utf-8"), module, is_package, hot)
+        except Exception:  # noqa: BLE001 - a window that does not parse: the next larger one
+            continue
+    try:
+        return scan_module(text, module, is_package, hot, tree)
+    except RecursionError:
+        return ast_scan.FileScan([], error="nested too deeply for the parser")
 
 
 def scan_module(text: str, module: str, is_package: bool, hot: list[int] | None,

@@ -1,8 +1,8 @@
 """The import statements of a file read off its text, without `ast`: a cheap, conservative pass.
 
-`ast` costs ~0.25 s per MB; the statements of a whole tree (upstream sglang: 68 MB, 4,719 files)
-are needed to find the imports of modules that do not exist, of which there are a handful. So
-every file's import statements are read here from the text, at the places where the word
+`ast` costs the same per byte whatever a file holds, and the statements of a whole tree are
+needed to find the imports of modules that do not exist, of which there are usually a handful.
+So every file's import statements are read here from the text, at the places where the word
 `import` occurs (a byte search), and only the files where something looks wrong are parsed with
 `ast` (`scan.scan_source`), which gives the exact references, positions and flags the findings
 report. This pass is a filter: what it reads as a statement may be prose in a docstring (the
@@ -14,8 +14,7 @@ drops a statement silently.
 
 Only statements that can name a module under the wanted roots are read in full (relative ones,
 and absolute ones starting with a root name); the others are recognized and skipped. Identical
-lines (`from sglang.srt.utils import get_bool_env_var` appears in hundreds of files) are read
-once per run.
+lines (a common `from pkg.utils import helper` recurs across a tree) are read once per run.
 
 String targets are read the same way: `"module:attr"` literals and the first argument of
 `importlib.import_module("...")` / `__import__("...")`, where the literal starts with a root name.
@@ -75,16 +74,11 @@ class StatementReader:
         """(statements, unsure) of one file. `unsure`: the lines (1-based, ascending) where
         something may be an import statement this pass cannot read, for `ast` to parse the
         statements around them; `WHOLE_FILE` when the whole file must be parsed."""
-        # The bytes as they are: a non-ASCII character in a statement makes it unreadable here
-        # (UNSURE), so NFKC-normalized identifiers go to `ast`. A declared encoding is decoded.
-        hay = data if declared_encoding(data) is None else searchable(data)
-        if b"\r" in hay:
-            hay = hay.replace(b"\r\n", b"\n")
-            if b"\r" in hay:  # a lone CR ends a line for Python, not for this pass
-                return [], WHOLE_FILE
+        hay = _python_bytes(data)
+        if hay is None:
+            return [], WHOLE_FILE
         out: list[Statement] = []
         unsure: set[int] = set()
-        seen = self._seen
         covered = -1  # the offset up to which the statement read last extends
         line, counted = 1, 0
         n = len(hay)
@@ -97,38 +91,46 @@ class StatementReader:
                 pos = hay.find(b"import", nxt)
                 continue
             start = hay.rfind(b"\n", 0, pos) + 1
-            eol = hay.find(b"\n", pos)
-            if eol < 0:
-                eol = n
-            text = hay[start:eol]
-            key = (pos - start, text)
-            parsed = seen.get(key)
-            if parsed is None:
-                parsed = seen[key] = self._parse_line(text, pos - start)
             line += hay.count(b"\n", counted, start)
             counted = start
-            if start >= 2 and hay[start - 2] == 92:  # continued from the line before (a backslash)
-                unsure.add(line)
-            if parsed is False:  # not a statement here; another `import` may follow on the line
+            end = self._statement_at(hay, start, pos, line, out, unsure)
+            if end is None:  # not a statement here; another `import` may follow on the line
                 pos = hay.find(b"import", nxt)
                 continue
-            if parsed is UNSURE:
-                unsure.add(line)
-            elif type(parsed) is tuple:
-                kind, level, module, names, bound = parsed
-                out.append(Statement(line, kind, module, names, level,
-                                     0 if hay[start:start + 1] not in b" \t\f" else 1, bound))
-            elif parsed is not True:  # continued on the next lines
-                stmt, eol = self._continued(hay, start, pos, line)
-                if stmt is None:
-                    unsure.add(line)
-                elif stmt is not True:
-                    out.append(stmt)
-            covered = eol
-            pos = hay.find(b"import", eol)
+            covered = end
+            pos = hay.find(b"import", end)
         if self.roots:
             self._strings(hay, out)
         return out, sorted(unsure)
+
+    def _statement_at(self, hay: bytes, start: int, pos: int, line: int, out: list[Statement],
+                      unsure: set[int]) -> int | None:
+        """Read the statement whose keyword `import` is at `pos` (its line, number `line`, starts
+        at `start`) into `out` or, where it cannot be read, its line into `unsure`. The offset
+        where the statement ends, or None where this `import` starts none."""
+        eol = hay.find(b"\n", pos)
+        if eol < 0:
+            eol = len(hay)
+        text = hay[start:eol]
+        key = (pos - start, text)
+        parsed = self._seen.get(key)
+        if parsed is None:
+            parsed = self._seen[key] = self._parse_line(text, pos - start)
+        if start >= 2 and hay[start - 2] == 92:  # continued from the line before (a backslash)
+            unsure.add(line)
+        if parsed is False:
+            return None
+        if parsed is UNSURE:
+            unsure.add(line)
+        elif type(parsed) is tuple:
+            out.append(_statement(parsed, line, hay, start))
+        elif parsed is not True:  # continued on the next lines
+            stmt, eol = self._continued(hay, start, pos, line)
+            if stmt is None:
+                unsure.add(line)
+            elif stmt is not True:
+                out.append(stmt)
+        return eol
 
     def _parse_line(self, text: bytes, at: int):
         """What the line `text` (with the keyword at `at`) is: False (no statement), True (a
@@ -137,38 +139,38 @@ class StatementReader:
         head = text[:at]
         m = _HEAD.match(text)
         if m is None or (head.strip(b" \t\f") not in (b"", b"lazy") and m.group(3) is None):
-            if m is None and _AFTER_SEPARATOR.search(head):
-                return UNSURE
-            return False
-        if m.group(4) is not None:  # import a.b [as c], ...
-            rest = m.group(4)
-            if not any(root in rest for root in self.roots):
-                return True if _plain(rest) else "more" if rest.rstrip().endswith(b"\\") else UNSURE
-            items = _items(rest)
-            if items is None:
-                return "more" if rest.split(b"#", 1)[0].rstrip().endswith(b"\\") else UNSURE
-            if any(not _DOTTED.match(name) for name, _ in items):
-                return UNSURE
-            return ("import", 0, None, tuple(name.decode() for name, _ in items),
-                    tuple((alias or name.split(b".", 1)[0]).decode() for name, alias in items))
-        dots, module, rest = m.group(1), m.group(2), m.group(3)
+            return UNSURE if m is None and _AFTER_SEPARATOR.search(head) else False
+        if m.group(4) is not None:
+            return self._import(m.group(4))
+        return self._from(m.group(1), m.group(2), m.group(3))
+
+    def _import(self, rest: bytes):
+        """`_parse_line` of `import <rest>`: the dotted modules and what they bind."""
+        if not any(root in rest for root in self.roots):
+            return True if _items(rest) is not None else "more" if rest.rstrip().endswith(b"\\") else UNSURE
+        items = _items(rest)
+        if items is None:
+            return "more" if rest.split(b"#", 1)[0].rstrip().endswith(b"\\") else UNSURE
+        if any(not _DOTTED.match(name) for name, _ in items):
+            return UNSURE
+        return ("import", 0, None, tuple(name.decode() for name, _ in items),
+                tuple((alias or name.split(b".", 1)[0]).decode() for name, alias in items))
+
+    def _from(self, dots: bytes, module: bytes | None, rest: bytes):
+        """`_parse_line` of `from <dots><module> import <rest>`: the module, the imported names
+        and what they bind; of another package's module, only a star import (what it binds is
+        unknown)."""
         if not dots and (module is None or not module.startswith(self.roots)):
             if module is None:
                 return UNSURE
-            if b"*" in rest:  # a star import of another package: what it binds is unknown
-                return ("from", 0, module.decode(), ("*",), ())
-            return True  # another package's module: its names are not checked
+            return ("from", 0, module.decode(), ("*",), ()) if b"*" in rest else True
         items = _items(rest)
         if items is None:
             body = rest.split(b"#", 1)[0].strip()
             return "more" if body.startswith(b"(") or body.endswith(b"\\") else UNSURE
         if module is not None and not _DOTTED.match(module):
             return UNSURE
-        if any(name != b"*" and not _IDENT.match(name) for name, _ in items):
-            return UNSURE
-        names = tuple(name.decode() for name, _ in items)
-        bound = tuple((alias or name).decode() for name, alias in items if name != b"*")
-        return ("from", len(dots), module.decode() if module else None, names, bound)
+        return _from_names(len(dots), module, items)
 
     def _continued(self, hay: bytes, start: int, pos: int, line: int):
         """A statement whose names continue on the next lines: (Statement, end offset), (True,
@@ -189,9 +191,7 @@ class StatementReader:
         joined = joined.replace(b"\n", b" ").replace(b"(", b" ").replace(b")", b" ")
         parsed = self._parse_line(joined, pos - start)
         if type(parsed) is tuple:
-            kind, level, module, names, bound = parsed
-            indent = 0 if hay[start:start + 1] not in b" \t\f" else 1
-            return Statement(line, kind, module, names, level, indent, bound), eol
+            return _statement(parsed, line, hay, start), eol
         return (True if parsed is True else None), eol
 
     @staticmethod
@@ -239,26 +239,41 @@ class StatementReader:
                     pos = hay.find(needle, pos + 1)
 
 
-def _plain(rest: bytes) -> bool:
-    """`rest` of `import ...` is a list of dotted names with optional aliases."""
-    return _items(rest) is not None
+def _statement(parsed: tuple, line: int, hay: bytes, start: int) -> Statement:
+    """The `Statement` of a parsed line (`StatementReader._parse_line`'s tuple) whose line,
+    number `line`, starts at `start`."""
+    kind, level, module, names, bound = parsed
+    return Statement(line, kind, module, names, level, 0 if hay[start:start + 1] not in b" \t\f" else 1, bound)
+
+
+def _from_names(level: int, module: bytes | None, items: list[tuple[bytes, bytes | None]]):
+    """`_parse_line`'s tuple for `from <level dots><module> import <items>`; UNSURE where a name
+    is not an identifier."""
+    if any(name != b"*" and not _IDENT.match(name) for name, _ in items):
+        return UNSURE
+    names = tuple(name.decode() for name, _ in items)
+    bound = tuple((alias or name).decode() for name, alias in items if name != b"*")
+    return ("from", level, module.decode() if module else None, names, bound)
+
+
+def _python_bytes(data: bytes) -> bytes | None:
+    """The bytes to read statements in: `data` as it is (a non-ASCII character in a statement
+    makes it unreadable here, so NFKC-normalized identifiers go to `ast`), decoded where it
+    declares an encoding, its \\r\\n made \\n; None where a lone \\r ends a line for Python and
+    not for this pass."""
+    hay = data if declared_encoding(data) is None else searchable(data)
+    if b"\r" in hay:
+        hay = hay.replace(b"\r\n", b"\n")
+        if b"\r" in hay:
+            return None
+    return hay
 
 
 def _items(rest: bytes) -> list[tuple[bytes, bytes | None]] | None:
     """`a, b as c` -> [(a, None), (b, c)]; None when `rest` is not such a list (a comment after
     it is dropped; a `;` ends the statement)."""
-    cut = rest.find(b"#")
-    if cut >= 0:
-        rest = rest[:cut]
-    semi = rest.find(b";")
-    if semi >= 0:
-        if rest[semi + 1:].strip():
-            return None  # another statement follows on the line: left to `ast`
-        rest = rest[:semi]
-    rest = rest.strip(b" \t\f")
-    if rest.startswith(b"(") and rest.endswith(b")"):
-        rest = rest[1:-1]
-    if not rest or b"(" in rest or b")" in rest or b"\\" in rest:
+    rest = _names_text(rest)
+    if rest is None:
         return None
     items = []
     for item in rest.split(b","):
@@ -272,6 +287,26 @@ def _items(rest: bytes) -> list[tuple[bytes, bytes | None]] | None:
         else:
             return None
     return items or None
+
+
+def _names_text(rest: bytes) -> bytes | None:
+    """The names of `rest` (what follows `import`) without a comment, a trailing `;` and the
+    brackets around them; None where another statement follows on the line (left to `ast`) or
+    brackets or a backslash remain."""
+    cut = rest.find(b"#")
+    if cut >= 0:
+        rest = rest[:cut]
+    semi = rest.find(b";")
+    if semi >= 0:
+        if rest[semi + 1:].strip():
+            return None
+        rest = rest[:semi]
+    rest = rest.strip(b" \t\f")
+    if rest.startswith(b"(") and rest.endswith(b")"):
+        rest = rest[1:-1]
+    if not rest or b"(" in rest or b")" in rest or b"\\" in rest:
+        return None
+    return rest
 
 
 def _relative_import_module(hay: bytes, pos: int) -> bool:

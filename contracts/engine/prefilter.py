@@ -20,8 +20,12 @@ pieces, a non-ASCII identifier -- is hot, so the pass never hides a reference th
 pass would find (`tests/contracts/test_prefilter.py` checks that on generated files), as long
 as the root package's name itself is written whole. A target that splits or escapes the root
 (`"sg" "lang.x"`, `"sg\\x6cang.x"`) is not found (`docs/guarantees.md` says so): finding it
-means looking at every string of every file (one search for such pieces took 0.71 s on
-0.5.23's 4,719 files, against 0.12 s for every mention of the root).
+means looking at every string of every file, several times the cost of finding every mention
+of the root.
+
+One pass (`_hits_of`) serves one prefilter (`hot_lines`, `any_hot`, `last_hot`) or several
+reading the same file (`joint_hits`): each mention is found and classified once, and each
+prefilter's own tests run on it.
 
 Files whose text Python reads differently from their bytes (a declared encoding, identifiers
 that NFKC normalization changes) do not come here: they take the word search in `reading.py`.
@@ -30,6 +34,7 @@ that NFKC normalization changes) do not come here: they take the word search in 
 from __future__ import annotations
 
 import codecs
+import operator
 import re
 
 from contracts.engine.graph import names_from_text
@@ -58,6 +63,9 @@ class RemovedPrefilter:
             skip = _rarest(word)
             self._paths[word] = (re.compile(re.escape(word[skip:]) + rb"(?:\.\w+)*"), word[:skip])
         self._kind: dict[bytes, int] = {}
+        # What `_hits_of` reads for each root, for this prefilter with others (`_roots_of`), and alone.
+        self._plans: dict[tuple, list[tuple]] = {}
+        self._alone = _roots_of((self,))
 
     # What a dotted name found in the text is, memoized (a tree names few distinct modules).
     UNDER, ANCESTOR, TEXT_PREFIX, OTHER = 1, 2, 4, 0
@@ -78,17 +86,15 @@ class RemovedPrefilter:
     def hot_lines(self, data: bytes, module: str, is_package: bool, found: Mentions | None = None) -> list[int]:
         """1-based numbers of the lines (as Python counts them) that may hold a reference.
         `found`: the mentions of `data`, shared with another prefilter reading the same text."""
-        if b"\r" in data:  # Python breaks lines at \r\n, \r and \n; so do the offsets below
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            found = None
+        if b"\r" in data:
+            data, found = _python_lines(data), None
         return _line_numbers(data, list(self._hits(data, module, is_package, found)))
 
     def any_hot(self, data: bytes, module: str, is_package: bool, found: Mentions | None = None) -> bool:
         """Does `hot_lines` find a line? (It stops at the first: a file that names a prefix
         usually does so in its first lines.)"""
         if b"\r" in data:
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            found = None
+            data, found = _python_lines(data), None
         return next(self._hits(data, module, is_package, found), None) is not None
 
     @staticmethod
@@ -103,34 +109,9 @@ class RemovedPrefilter:
 
     def _hits(self, data: bytes, module: str, is_package: bool, found: Mentions | None = None):
         """The offsets in `data` (newlines only) of what makes a line hot, in no order."""
-        size = len(data)
-        dynamic = [None]  # does the file call import_module (a relative target names its package)?
-        kinds, kind_of, mention = self._kind, self._kind_of, self._mention
         if found is not None and found.data is not data:
             found = None  # (another text: nothing to share)
-        for root, (pattern, head) in self._paths.items():
-            if root not in data:
-                continue
-            for start, end in (matches_after(pattern, head, data) if found is None
-                               else found.of_root(root, pattern, head)):
-                before = data[start - 1] if start else 10
-                if before in _WORD:
-                    continue  # inside a longer name (`my_root`, `x.root`)
-                path = data[start:end]
-                kind = kinds.get(path)
-                if kind is None:
-                    kind = kind_of(path)
-                after = data[end] if end < size else 10
-                if not kind and after < 128 and before not in _QUOTES:
-                    continue  # (nine mentions in ten: a name of no prefix, outside a string)
-                if mention(data, size, start, end, path, kind, before, after, dynamic):
-                    yield start
-        if b"from" in data:
-            for start in (_relative_starts(data) if found is None else found.relative()):
-                if start and data[start - 1] in _WORD and _line_start(data, start) != start:
-                    continue  # `xfrom .`; but a BOM's last byte before the first `from` is no word
-                if self._relative_hot(data, start, module, is_package):
-                    yield start
+        return map(_second, _hits_of(self._alone, (self,), data, module, is_package, found))
 
     def _mention(self, data: bytes, size: int, start: int, end: int, path: bytes, kind: int, before: int,
                  after: int, dynamic: list) -> bool:
@@ -143,21 +124,18 @@ class RemovedPrefilter:
         # text goes on: only the package of a relative `import_module` target can still lead
         # under a prefix (`import_module("..b", "r.x")`).
         if before in _QUOTES:
-            if after == before:  # the whole string; concatenation may continue it
-                if dynamic[0] is None:
-                    dynamic[0] = _relative_import_module(data)
-                return bool(dynamic[0] or (kind and _string_follows(data, end + 1)))
-            if after == 0x2E:  # `"r.a.`: then the string ends, or goes on (escaped)
-                nxt = data[end + 1] if end + 1 < size else 10
-                return bool(kind and (nxt == 0x5C or nxt >= 128 or (nxt == before and _string_follows(data, end + 2))))
-            return after == 0x5C or after >= 128  # an escape, a non-ASCII name part
+            return _string_hot(data, size, end, kind, before, after, dynamic)
         if after >= 128:
             return True  # a non-ASCII name part: let ast read it
-        if after in _MAY_GO_ON and kind:
-            more = _name_goes_on(data, end)  # `r .a`, `r.a\` newline `.b`, `r.a. b`
-            if more is True or (more and self._kind_of(path + b"." + more)):
-                return True
+        if after in _MAY_GO_ON and kind and self._goes_on_under(data, end, path):
+            return True  # `r .a`, `r.a\` newline `.b`, `r.a. b`
         return bool(kind & 2 and self._from_names_hot(data, start, path.decode("ascii")))  # ANCESTOR
+
+    def _goes_on_under(self, data: bytes, end: int, path: bytes) -> bool:
+        """Does the dotted name `path` ending at `end` go on (`_name_goes_on`) into a name under
+        or above a prefix, or in a way that cannot be told here?"""
+        more = _name_goes_on(data, end)
+        return more is True or bool(more and self._kind_of(path + b"." + more))
 
     def _from_names_hot(self, data: bytes, start: int, base: str) -> bool:
         """Is the ancestor `base` at `start` the module of `from base import names` with one of
@@ -203,64 +181,119 @@ class RemovedPrefilter:
 
 def joint_hits(first: RemovedPrefilter, second: RemovedPrefilter, data: bytes, module: str, is_package: bool,
                found: Mentions | None = None) -> tuple[list[int], list[int], bytes]:
-    """(`first`'s hits, `second`'s hits, the text their offsets are in): what `_hits` gives for
-    each prefilter, in one pass over the mentions both read (the removed modules' prefilter and
-    the kernel package's read every file for the same root: on 0.5.23 each pass was ~40 ms, nine
-    mentions in ten naming a module of neither). The text is `data` with Python's line breaks
-    made `\\n` where it holds a `\\r` (as `hot_lines` reads it)."""
+    """(`first`'s hits, `second`'s hits, the text their offsets are in): what `hot_lines` reads
+    for each prefilter, in one pass over the mentions both read (two prefilters of one root read
+    every file for the same word, and most mentions name a module of neither). The text is
+    `data` with Python's line breaks made `\\n` where it holds a `\\r` (as `hot_lines` reads it)."""
     if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        data, found = _python_lines(data), None
+    elif found is not None and found.data is not data:
         found = None
-    if found is not None and found.data is not data:
-        found = None
-    size = len(data)
-    dynamic = [None]
-    hits_a: list[int] = []
-    hits_b: list[int] = []
-    kinds_a, kinds_b = first._kind, second._kind
-    for root in dict.fromkeys([*first._paths, *second._paths]):
-        in_a, in_b = root in first._paths, root in second._paths
-        pattern, head = first._paths[root] if in_a else second._paths[root]
-        if found is None and root not in data:
-            continue
-        for start, end in (matches_after(pattern, head, data) if found is None else found.of_root(root, pattern, head)):
+    hits: tuple[list[int], list[int]] = ([], [])
+    for which, start in _hits_of(_roots_of((first, second)), (first, second), data, module, is_package, found):
+        hits[which].append(start)
+    return hits[0], hits[1], data
+
+
+_second = operator.itemgetter(1)
+
+
+def _python_lines(data: bytes) -> bytes:
+    """`data` with Python's line breaks (\\r\\n, \\r, \\n) made `\\n`, so offsets count lines as
+    Python does (the mentions found in `data` are then no longer those of the text)."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def _hits_of(roots: list[tuple], prefilters: tuple[RemovedPrefilter, ...], data: bytes, module: str,
+             is_package: bool, found: Mentions | None):
+    """(which prefilter, offset) for each thing in `data` (newlines only) that makes a line hot
+    for one of `prefilters` (`roots`: their `_roots_of`): the mentions of their roots, then the
+    relative imports. One pass serves every prefilter, so a second one reading the same file
+    costs its own tests only. Each dotted name's kinds are found once (`memo`; `none`: the
+    kinds of a name that is nothing to any of them), and most mentions stop at that test. (The
+    mention loop is written here, not in a generator of its own: one generator less per file
+    is a measured share of this pass.)"""
+    dynamic = [None]  # does the file call import_module (a relative target names its package)?
+    for root, members, pattern, head, memo, none in roots:
+        if found is None:
+            if root not in data:
+                continue
+            mentions = matches_after(pattern, head, data)
+        else:
+            mentions = found.of_root(root, pattern, head)
+        size = len(data)
+        for start, end in mentions:
             before = data[start - 1] if start else 10
             if before in _WORD:
-                continue
+                continue  # inside a longer name (`my_root`, `x.root`)
             path = data[start:end]
-            kind_a = kind_b = 0
-            if in_a:
-                kind_a = kinds_a.get(path)
-                if kind_a is None:
-                    kind_a = first._kind_of(path)
-            if in_b:
-                kind_b = kinds_b.get(path)
-                if kind_b is None:
-                    kind_b = second._kind_of(path)
+            kinds = memo.get(path)
+            if kinds is None:
+                kinds = memo[path] = _kinds(members, path)
             after = data[end] if end < size else 10
-            if not (kind_a or kind_b) and after < 128 and before not in _QUOTES:
-                continue
-            if in_a and first._mention(data, size, start, end, path, kind_a, before, after, dynamic):
-                hits_a.append(start)
-            if in_b and second._mention(data, size, start, end, path, kind_b, before, after, dynamic):
-                hits_b.append(start)
+            if not kinds and after < 128 and before not in _QUOTES:
+                continue  # a name of no prefix, outside a string
+            for (which, p), kind in zip(members, kinds or none):
+                if p._mention(data, size, start, end, path, kind, before, after, dynamic):
+                    yield which, start
     if b"from" in data:
-        for start in (_relative_starts(data) if found is None else found.relative()):
-            if start and data[start - 1] in _WORD and _line_start(data, start) != start:
-                continue
-            if first._relative_hot(data, start, module, is_package):
-                hits_a.append(start)
-            if second._relative_hot(data, start, module, is_package):
-                hits_b.append(start)
-    return hits_a, hits_b, data
+        yield from _relative_hits(prefilters, data, module, is_package, found)
+
+
+def _roots_of(prefilters: tuple[RemovedPrefilter, ...]) -> list[tuple]:
+    """For each root of `prefilters`: (root, its prefilters with their places, its search
+    pattern and head, the memo of its dotted names' kinds). Made once per set of prefilters and
+    kept on the first (a worker reads all its files with the same ones)."""
+    first = prefilters[0]
+    key = prefilters[1:]
+    plan = first._plans.get(key)
+    if plan is None:
+        plan = first._plans[key] = []
+        for root in dict.fromkeys(root for p in prefilters for root in p._paths):
+            members = [(which, p) for which, p in enumerate(prefilters) if root in p._paths]
+            pattern, head = members[0][1]._paths[root]
+            plan.append((root, members, pattern, head, {}, (0,) * len(members)))
+    return plan
+
+
+def _kinds(members: list[tuple[int, RemovedPrefilter]], path: bytes) -> tuple[int, ...]:
+    """What the dotted name `path` is to each of `members` (`RemovedPrefilter._kind_of`); empty
+    where it is nothing to any of them (the common case, told by one test)."""
+    kinds = tuple(p._kind_of(path) for _, p in members)
+    return kinds if any(kinds) else ()
+
+
+def _relative_hits(prefilters: tuple[RemovedPrefilter, ...], data: bytes, module: str, is_package: bool,
+                   found: Mentions | None):
+    """(which, start) for each relative import (`from .`) in `data` that makes a line hot for
+    one of `prefilters`."""
+    for start in (_relative_starts(data) if found is None else found.relative()):
+        if start and data[start - 1] in _WORD and _line_start(data, start) != start:
+            continue  # `xfrom .`; but a BOM's last byte before the first `from` is no word
+        for which, p in enumerate(prefilters):
+            if p._relative_hot(data, start, module, is_package):
+                yield which, start
+
+
+def _string_hot(data: bytes, size: int, end: int, kind: int, quote: int, after: int, dynamic: list) -> bool:
+    """Does a mention that opens a string (`quote` before it) and is not under a prefix make its
+    line hot? Where the string may go on into a prefix (concatenated, escaped, a non-ASCII part)
+    or names the package of a relative `import_module` target."""
+    if after == quote:  # the whole string; concatenation may continue it
+        if dynamic[0] is None:
+            dynamic[0] = _relative_import_module(data)
+        return bool(dynamic[0] or (kind and _string_follows(data, end + 1)))
+    if after == 0x2E:  # `"r.a.`: then the string ends, or goes on (escaped)
+        nxt = data[end + 1] if end + 1 < size else 10
+        return bool(kind and (nxt == 0x5C or nxt >= 128 or (nxt == quote and _string_follows(data, end + 2))))
+    return after == 0x5C or after >= 128  # an escape, a non-ASCII name part
 
 
 class Mentions:
     """What `_hits` searches one text for, found once for every prefilter that reads it: each
     root's dotted paths (the root's name decides them, not the prefixes) and the starts of the
-    relative imports. The removed modules' prefilter and the kernel package's read every file
-    with the same root: each full search is ~30 ms over 0.5.23's 68 MB, and the second one's
-    were half of its cost."""
+    relative imports. Two prefilters of the same root (one per rule that needs hot lines) then
+    search each text once between them."""
 
     __slots__ = ("data", "_roots", "_relative")
 
@@ -285,9 +318,9 @@ def _relative_starts(data: bytes):
     return (m.start() for m in _RELATIVE.finditer(data))
 
 
-# Bytes of Python source, the most frequent first (counted over sglang 0.5.23's 68 MB): `re`
-# finds a literal by trying each place its first byte occurs, so a root is searched from its
-# rarest byte on (`glang` for `sglang`: 25.6 against 41.1 ms over the 174-prefix tree's 40 MB).
+# Bytes of Python source, the most frequent first (counted over a large real tree): `re` finds
+# a literal by trying each place its first byte occurs, so a root is searched from its rarest
+# byte on (`glang` for `sglang`).
 _BY_FREQUENCY = (b" etsaroni_l\ndcpfmu.h,g=)(\"k:byvwx-qTN[]E1ASz02CLMP#IORDF`3*/B>V4GK{}U+j86HW5'Q<X;|@Y!%"
                  b"\\9Z7J&$^~?\t")
 
@@ -357,24 +390,27 @@ def _name_goes_on(data: bytes, end: int) -> bytes | bool:
     dot then a name part: `r .a`, `r.a. b`)? The next name part (ASCII), True where it cannot be
     told (a continuation, a non-ASCII part: ast reads the full text), else False."""
     size = len(data)
-    i = end
-    while i < size and data[i] in _SPACE:
-        i += 1
+    i = _past_blanks(data, end, size)
     if i >= size:
         return False
     if data[i] == 0x5C:
         return True
     if data[i] != 0x2E:
         return False
-    i += 1
-    while i < size and data[i] in _SPACE:
-        i += 1
+    i = _past_blanks(data, i + 1, size)
     if i >= size or not (data[i] in _WORD or data[i] == 0x5C):
         return False
     m = _NAME_PART.match(data, i)
     if m is None or m.end() < size and (data[m.end()] >= 128 or data[m.end()] == 0x5C):
         return True
     return m.group()
+
+
+def _past_blanks(data: bytes, i: int, size: int) -> int:
+    """The offset of the first byte at or after `i` that is no blank (`size` if none)."""
+    while i < size and data[i] in _SPACE:
+        i += 1
+    return i
 
 
 def _line_at(data: bytes, line_start: int) -> str:

@@ -21,9 +21,8 @@ import warnings
 from contracts._record import Record
 from contracts.engine.resolve import resolve_relative
 
-# Files larger than this are not parsed (reported instead). ast needs ~120 bytes of memory per
-# byte of source (2.4 GB and 10 s for a 20 MB file, measured); the largest file in upstream
-# sglang is 375 kB, so this is 11 times that.
+# Files larger than this are not parsed (reported instead): ast needs ~120 bytes of memory per
+# byte of source, and real source files stay far below it.
 MAX_PARSE_BYTES = 4 * 2**20
 
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?$")
@@ -154,12 +153,12 @@ _ASCII = bytes(range(128))
 
 def _non_ascii_stable(data: bytes) -> bool:
     """Does NFKC surely leave `data`'s text as it is? Asked of its non-ASCII characters alone
-    (most such files are prose in comments: a few hundred characters in 30 kB), which is enough
+    (most such files are prose in comments: few such characters in much ASCII), which is enough
     where none of them is a combining mark: a character NFKC changes by itself is changed
     among them too, and only a combining mark composes with, or reorders against, the ASCII
     character before it. A file that is not UTF-8, or holds a mark, is left to the full check
     (as is one whose characters merely seem to change once put together: that check is exact).
-    (0.5 ms/MB for the deletion, against 1.6 ms/MB to decode and check the whole text.)"""
+    Deleting the ASCII bytes costs a fraction of decoding and checking the whole text."""
     try:
         rest = data.translate(None, _ASCII).decode("utf-8")
     except UnicodeDecodeError:
@@ -274,41 +273,22 @@ def older_syntax_ast(text: str | bytes, exc: BaseException) -> ast.Module | None
     syntax, so every interpreter sees the same names; None where no parser reads it."""
     if not other_syntax_may_read(exc):
         return None
-    from contracts.engine.cst_scan import older_ast  # (LibCST: imported only for such a file)
+    from contracts.engine import cst_scan  # (start-up: LibCST, 0.1-0.3 s; a cycle: it imports scan)
 
-    return older_ast(text)
+    return cst_scan.older_ast(text)
 
 
 def _other_syntax(data: bytes, text: str | None, exc: BaseException, module: str, is_package: bool,
                   hot: list[int] | None) -> FileScan:
     """A file this interpreter's `ast` rejected (`exc`): read with a parser that knows every
-    Python version's syntax (`cst_scan`), so that a newer form (a PEP 701 f-string, `type X = ...`,
-    a t-string, `lazy import`) is read alike under every interpreter; a `parse-error` (`ast`'s
-    reason) only where that parser rejects it too, or the text cannot be decoded."""
+    Python version's syntax (`cst_scan.scan_rejected`), so that a newer form (a PEP 701 f-string,
+    `type X = ...`, a t-string, `lazy import`) is read alike under every interpreter; a
+    `parse-error` (`ast`'s reason) where that parser cannot help."""
     if text is None or not other_syntax_may_read(exc) or NUL in data:
         return FileScan([], error=error_reason(data, exc))
-    from contracts.engine import cst_scan  # (imported only for such a file: most trees have none)
-    from contracts.engine.window import keep_hot_statements
+    from contracts.engine import cst_scan  # (start-up: LibCST, 0.1-0.3 s; a cycle: it imports scan)
 
-    try:
-        tree = cst_scan.parse(text)
-    except Exception:  # noqa: BLE001 - no parser accepts it: `ast`'s reason is the finding
-        return FileScan([], error=error_reason(data, exc))
-    # The whole file parses: only the statements around its hot lines are walked, as `ast`'s are
-    # (`reading.file_refs`; LibCST's positions and walk cost ~3x its parse: 275 kB, 0.8 s to
-    # parse, 3.7 s more to walk whole).
-    for nested in (True, False):
-        kept = keep_hot_statements(data, (), hot, nested=nested, any_syntax=True) if hot else None
-        if kept is None:
-            break
-        try:
-            return cst_scan.scan_module(kept.decode("utf-8"), module, is_package, hot)
-        except Exception:  # noqa: BLE001 - a window that does not parse: the next larger one
-            continue
-    try:
-        return cst_scan.scan_module(text, module, is_package, hot, tree)
-    except RecursionError:
-        return FileScan([], error="nested too deeply for the parser")
+    return cst_scan.scan_rejected(data, text, exc, module, is_package, hot)
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -399,49 +379,68 @@ class _Scanner:
                 for alias in stmt.names:
                     self._ref(stmt, "import", alias.name, lazy, tc, asname=alias.asname, lazy_keyword=keyword)
             elif isinstance(stmt, ast.ImportFrom):
-                level = stmt.level or 0
-                base = resolve_relative(self.module, self.is_package, level, stmt.module)
-                if base is None:
-                    self.unresolved.append(ImportRef(
-                        stmt.lineno, stmt.col_offset + 1, getattr(stmt, "end_lineno", None) or stmt.lineno,
-                        "from", "." * level + (stmt.module or ""), level=level, lazy=lazy,
-                        type_checking=tc, guarded=self.guarded, lazy_keyword=bool(getattr(stmt, "is_lazy", False))))
-                    continue
-                for alias in stmt.names:
-                    self._ref(stmt, "from", base, lazy, tc, name=alias.name, asname=alias.asname,
-                              level=level, lazy_keyword=bool(getattr(stmt, "is_lazy", False)))
+                self._import_from(stmt, lazy, tc)
             else:
                 self.compound(stmt, lazy, tc)
 
+    def _import_from(self, stmt: ast.ImportFrom, lazy: bool, tc: bool) -> None:
+        """A `from` import: one reference per imported name, or an unresolved one where its dots
+        climb above the top-level package."""
+        level = stmt.level or 0
+        keyword = bool(getattr(stmt, "is_lazy", False))  # PEP 810's field (3.15)
+        base = resolve_relative(self.module, self.is_package, level, stmt.module)
+        if base is None:
+            self.unresolved.append(ImportRef(
+                stmt.lineno, stmt.col_offset + 1, getattr(stmt, "end_lineno", None) or stmt.lineno,
+                "from", "." * level + (stmt.module or ""), level=level, lazy=lazy,
+                type_checking=tc, guarded=self.guarded, lazy_keyword=keyword))
+            return
+        for alias in stmt.names:
+            self._ref(stmt, "from", base, lazy, tc, name=alias.name, asname=alias.asname,
+                      level=level, lazy_keyword=keyword)
+
     def compound(self, stmt, lazy: bool, tc: bool) -> None:
-        inner_lazy = lazy or isinstance(stmt, _FUNCTIONS)
+        """The statements and expressions of a statement that is no import: its body in a
+        function is lazy, under `if TYPE_CHECKING:` type-only, under a guard (`_guards`)
+        guarded; its other blocks (`else`, `finally`) keep the flags around it."""
+        function = isinstance(stmt, _FUNCTIONS)
+        inner_lazy = lazy or function
         inner_tc = tc or (isinstance(stmt, ast.If) and _is_type_checking(stmt.test))
         outer_guard = self.guarded
-        if isinstance(stmt, _FUNCTIONS):
-            inner_guard = False
-        else:
-            inner_guard = outer_guard or _guards(stmt)
+        inner_guard = False if function else outer_guard or _guards(stmt)
         for name, value in ast.iter_fields(stmt):
             if name in _STMT_LISTS and isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                self.guarded = inner_guard if name == "body" else outer_guard
-                try:
-                    self.statements(value, inner_lazy, inner_tc if name == "body" else tc)
-                finally:
-                    self.guarded = outer_guard
-            elif name == "handlers":
-                for handler in value:
-                    if handler.type is not None:
-                        self.expressions(handler.type, lazy, tc)
-                    self.statements(handler.body, lazy, tc)
-            elif name == "cases":
-                for case in value:
-                    self.statements(case.body, lazy, tc)
-            elif isinstance(value, ast.AST):
-                self.expressions(value, lazy, tc)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        self.expressions(item, lazy, tc)
+                body = name == "body"
+                self._block(value, inner_lazy, inner_tc if body else tc, inner_guard if body else outer_guard)
+            elif name in ("handlers", "cases"):
+                self._branches(value, lazy, tc)
+            else:
+                self._field(value, lazy, tc)
+
+    def _branches(self, branches: list, lazy: bool, tc: bool) -> None:
+        """The `except` handlers of a `try` (each one's exception types and body) or the cases of
+        a `match` (each one's body), with the flags around the statement."""
+        for branch in branches:
+            if isinstance(branch, ast.ExceptHandler) and branch.type is not None:
+                self.expressions(branch.type, lazy, tc)
+            self.statements(branch.body, lazy, tc)
+
+    def _block(self, body: list, lazy: bool, tc: bool, guarded: bool) -> None:
+        """The statements of `body` read with `guarded` as the guard flag, then the flag as it was."""
+        outer, self.guarded = self.guarded, guarded
+        try:
+            self.statements(body, lazy, tc)
+        finally:
+            self.guarded = outer
+
+    def _field(self, value, lazy: bool, tc: bool) -> None:
+        """The expressions of one field of a statement: a node, or a list of them."""
+        if isinstance(value, ast.AST):
+            self.expressions(value, lazy, tc)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    self.expressions(item, lazy, tc)
 
     def expressions(self, node, lazy: bool, tc: bool) -> None:
         if not self._spans_hot(node):
@@ -455,15 +454,21 @@ class _Scanner:
                 # (a t-string's text, 3.14, likewise)
                 skip.update(id(v) for v in sub.values if isinstance(v, ast.Constant))
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in skip:
-                value = sub.value
-                # A string spans its hot line: implicit concatenation over several lines
-                # (`"pkg.a." "b"`) has the name's last part on a later line than the first.
-                if "." in value and len(value) < 300 and _TARGET_RE.match(value) and \
-                        (self.hot is None or sub.lineno in self.hot or self._spans_hot(sub)):
-                    module, _, attr = value.partition(":")
-                    self._ref(sub, "string", module, lazy, tc, attr=attr or None)
+                self._string(sub, lazy, tc)
+
+    def _string(self, sub: ast.Constant, lazy: bool, tc: bool) -> None:
+        """A string literal that names a module (`pkg.mod`, `pkg.mod:attr`), where it spans a hot
+        line: implicit concatenation over several lines (`"pkg.a." "b"`) has the name's last part
+        on a later line than the first."""
+        value = sub.value
+        if "." in value and len(value) < 300 and _TARGET_RE.match(value) and \
+                (self.hot is None or sub.lineno in self.hot or self._spans_hot(sub)):
+            module, _, attr = value.partition(":")
+            self._ref(sub, "string", module, lazy, tc, attr=attr or None)
 
     def _call(self, node: ast.Call, lazy: bool, tc: bool, skip: set) -> None:
+        """A dynamic import (`import_module`, `__import__`, `importorskip`) of a literal module:
+        one reference, its literal then no string target (`skip`)."""
         func = node.func
         fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
         if fname not in ("import_module", "__import__", "importorskip") or not node.args:
@@ -471,13 +476,7 @@ class _Scanner:
         first = node.args[0]
         if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
             return
-        target = first.value
-        if fname == "import_module" and target.startswith("."):
-            pkg_arg = node.args[1] if len(node.args) > 1 else next(
-                (k.value for k in node.keywords if k.arg == "package"), None)
-            if isinstance(pkg_arg, ast.Constant) and isinstance(pkg_arg.value, str):
-                level = len(target) - len(target.lstrip("."))
-                target = resolve_relative(pkg_arg.value, True, level, target.lstrip(".") or None) or target
+        target = _relative_target(node, first.value) if fname == "import_module" else first.value
         if _MODULE_RE.match(target):
             outer, self.guarded = self.guarded, self.guarded or fname == "importorskip"  # skips when missing
             try:
@@ -485,6 +484,19 @@ class _Scanner:
             finally:
                 self.guarded = outer
             skip.add(id(first))  # reported once, as a dynamic import
+
+
+def _relative_target(node: ast.Call, target: str) -> str:
+    """`import_module`'s `target` made absolute where it is relative and its package a literal
+    (the second argument or `package=`); else as written."""
+    if not target.startswith("."):
+        return target
+    pkg_arg = node.args[1] if len(node.args) > 1 else next(
+        (k.value for k in node.keywords if k.arg == "package"), None)
+    if not (isinstance(pkg_arg, ast.Constant) and isinstance(pkg_arg.value, str)):
+        return target
+    level = len(target) - len(target.lstrip("."))
+    return resolve_relative(pkg_arg.value, True, level, target.lstrip(".") or None) or target
 
 
 _MODULE_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")

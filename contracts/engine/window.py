@@ -1,8 +1,7 @@
 """Keep only the top-level statements around the lines that hold a word: parse less of a file.
 
-`ast.parse` costs the same per byte whatever the file holds (about 0.25 s per MB on the 2-core
-machine), and the files that name a removed module are the large ones: upstream 0.5.16 has 151
-of them, 5 MB, with 338 lines that name `jit_kernel`. A reference can only sit in a statement
+`ast.parse` costs the same per byte whatever the file holds, and the files that name a removed
+module tend to be the large ones, with few such lines. A reference can only sit in a statement
 that spans such a line, so only the top-level statements around those lines are kept, whole
 (a lazy import keeps its function, an `if TYPE_CHECKING:` block its test); every other line is
 replaced by an empty one. Line and column numbers are unchanged, and `scan_source` finds in the
@@ -16,17 +15,17 @@ then does not parse, and the caller parses the whole file instead. `None` means 
 file" (small files, or when most of it would be kept anyway).
 
 Inside a kept statement the blocks are taken apart too (`nested=True`, tried first): a lazy
-import in one method of a 3,000-line class keeps the class and method headers and the import,
-not the class. Statements and headers are found on a copy of the text with comments blanked
-and strings reduced to a quote (so brackets, colons and backslashes are the code's); a header
-ends at the logical line ending with `:`. Every header on the way is kept (decorators, `def`,
+import in one method of a long class keeps the class and method headers and the import, not
+the class. Statements and headers are found on a copy of the text with comments blanked and
+strings reduced to a quote (so brackets, colons and backslashes are the code's); a header ends
+at the logical line ending with `:`. Every header on the way is kept (decorators, `def`,
 `class`, `if TYPE_CHECKING:`, `try:` and each `except ...:`), so what makes a reference lazy,
 type-only or guarded is still there; a block whose first statement goes gets `pass` in its
 place, so every block keeps a body and no string becomes a docstring. A shape this does not
 take apart (brackets open at a cut, a header with its body on one line, `match`) is kept
-whole, and a nested window that does not parse gives way to the top-level one. On the three
-upstream trees, with every line holding `import` or a quoted dotted name made hot, the
-windows and the whole-file parse found the same references in all 6,892 files of 4 kB or more.
+whole, and a nested window that does not parse gives way to the top-level one.
+`tests/contracts/test_window.py` checks on generated files that the windows and the whole-file
+parse find the same references.
 """
 
 from __future__ import annotations
@@ -79,8 +78,8 @@ _STRICTER_BYTES = (  # searched with `in` (memchr): 10x faster than a pattern's 
 )
 # Patterns of a word, where the match must start a token (checked by hand: a look-behind would
 # cost `re` its fast literal search), as (the pattern without the word's first letter, that
-# letter): `re` looks for a literal's first byte, and a rare one is found faster (`xcept` 0.48
-# against `except` 1.11 ms/MB, `ype` 0.49 against `type` 0.87; `resolve.matches_after`).
+# letter): `re` looks for a literal's first byte, and a rare one is found faster
+# (`resolve.matches_after`).
 _STRICTER_WORDS = []
 # `except A, B:` (Python 2, and 3.14's unparenthesized form): a clause starts its line, so the
 # word in prose (`... except the final one, ...`) is no reason to parse a whole large file.
@@ -102,8 +101,7 @@ if sys.version_info < (3, 12):
 _T_STRINGS = sys.version_info < (3, 14)
 # Both kinds of prefix are found in one copy of the text with `F`, `T` and `'` mapped to `f`, `t`
 # and `"` (the same length: an offset in it is one in `data`): one search for `f"` finds every
-# f-string start, one for `t"` every t-string start. (On 3.11, over the files of 4 kB or more of
-# the three upstream trees: 7.5 -> 6.6 ms/MB for the whole of `python_alone_rejects`.)
+# f-string start, one for `t"` every t-string start.
 _PREFIX_MAP = bytes.maketrans(b"FT'", b'ft"')
 _F_START = re.compile(b'f"')
 # (A backslash in code only ends a line: `\t"` is inside a string.)
@@ -120,10 +118,18 @@ def _not_code(data: bytes, at: int) -> bool:
 
 def python_alone_rejects(data: bytes) -> bool:
     """Might Python reject `data` where grimp's parser accepts it? (Cheap; errs on the side of yes:
-    on upstream 0.5.23 all 46 files of 4 kB or more it named were false alarms, each parsed
-    whole; the shapes above that are surely prose are passed over.)"""
-    if any(b in data for b in _STRICTER_BYTES):
+    a false alarm costs a whole parse, never a finding; the shapes above that are surely prose
+    are passed over.)"""
+    if any(b in data for b in _STRICTER_BYTES) or _stricter_word_in(data):
         return True
+    if not (_F_STRINGS or _T_STRINGS):
+        return False
+    mapped = data.translate(_PREFIX_MAP)
+    return bool(_F_STRINGS and _f_string_rejects(data, mapped)) or bool(_T_STRINGS and _t_string_in(data, mapped))
+
+
+def _stricter_word_in(data: bytes) -> bool:
+    """Does `data` hold, in code, an `except A, B:` clause or another of `_STRICTER_WORDS`?"""
     for start, _ in matches_after(*_EXCEPT_COMMA, data):
         if not data[data.rfind(b"\n", 0, start) + 1:start].strip(b" \t\f"):
             return True
@@ -131,17 +137,17 @@ def python_alone_rejects(data: bytes) -> bool:
         for start, _ in matches_after(pattern, lead, data):
             if (start == 0 or data[start - 1] not in _NOT_TOKEN_START) and not _not_code(data, start):
                 return True
-    if not (_F_STRINGS or _T_STRINGS):
-        return False
-    mapped = data.translate(_PREFIX_MAP)
-    if _F_STRINGS and _f_string_rejects(data, mapped):
-        return True
-    if _T_STRINGS:
-        at = mapped.find(b't"')
-        while at >= 0:
-            if (at == 0 or data[at - 1] not in _NOT_TOKEN_START) and not _not_code(data, at):
-                return True
-            at = mapped.find(b't"', at + 1)
+    return False
+
+
+def _t_string_in(data: bytes, mapped: bytes) -> bool:
+    """Does a template string (`t"`, any case and quote) start a token in code in `data`?
+    (`mapped`: `data` through `_PREFIX_MAP`.)"""
+    at = mapped.find(b't"')
+    while at >= 0:
+        if (at == 0 or data[at - 1] not in _NOT_TOKEN_START) and not _not_code(data, at):
+            return True
+        at = mapped.find(b't"', at + 1)
     return False
 
 
@@ -150,7 +156,7 @@ def _f_string_rejects(data: bytes, mapped: bytes) -> bool:
     find it? (`mapped`: `data` through `_PREFIX_MAP`.) Every start is tried in one pass, each
     pattern resuming after its last match, where its `finditer` would."""
     resume = dict.fromkeys(_F_STRINGS, 0)
-    for start in _F_START.finditer(mapped):  # (`re`'s literal search: 0.4 ms/MB less than a `find` loop)
+    for start in _F_START.finditer(mapped):  # (`re`'s literal search: faster than a `find` loop)
         at = start.start()
         prefix = data[at:at + 2]
         if at >= resume[prefix]:
@@ -172,30 +178,59 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
     read the whole file already: what this Python rejects is no reason to keep it whole."""
     if len(data) < MIN_BYTES or (not any_syntax and python_alone_rejects(data)):
         return None
-    if hot is None:
-        hot = hot_lines(searchable(data), words)
-    hot = [n - 1 for n in hot]  # 0-based here
-    if not hot:
+    hot = [n - 1 for n in (hot_lines(searchable(data), words) if hot is None else hot)]  # 0-based here
+    text = _python_text(data) if hot else None
+    if text is None:
         return None
+    lines = text.split("\n")
+    if hot[-1] >= len(lines):
+        return None
+    windows = _windows(hot, _statement_starts(text, lines, hot[-1]), len(lines))
+    if not nested and sum(end - begin for begin, end in windows) > MAX_KEPT * len(lines):
+        return None  # (nested windows are counted once reduced)
+    out = _kept_lines(lines, windows, sorted(set(hot)), nested)
+    if nested and len(out) - out.count("") > MAX_KEPT * len(lines):  # (the lines kept)
+        return None
+    return _as_module(lines, out, windows[0][0])
+
+
+def _python_text(data: bytes) -> str | None:
+    """`data` decoded as Python reads it (its encoding, a BOM), its line breaks (\\r\\n, \\r, \\n)
+    made `\\n`; None where it cannot be decoded (the whole-file parse says why)."""
     try:
         text = decode_source(data)
     except Exception:  # noqa: BLE001 - undecodable: the whole-file parse says why
         return None
-    if "\r" in text:  # the parser's newlines: \r\n, \r and \n
+    if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if hot[-1] >= len(lines):
-        return None
+    return text
 
-    # Statement starts, up to the first one after the last hot line (nothing after it matters):
-    # the strings and comments are tokenized only that far (often the file's import block).
-    # Line numbers come from one cursor that only moves forward (a count of newlines at C speed).
-    in_string = set()  # lines that begin inside a string
-    tokens = _TOKENS.finditer(text)
-    token = next(tokens, None)
-    last_hot = hot[-1]
+
+def _statement_starts(text: str, lines: list[str], last_hot: int) -> list[int]:
+    """The lines (0-based, ascending) that start a top-level statement, up to the first one
+    after `last_hot` (nothing after it matters, so the strings are tokenized only that far:
+    often the file's import block). A decorated `def` starts at its first decorator."""
+    in_string: set[int] = set()
     starts = []
     previous = ""
+    for n in _candidate_rows(text, in_string):
+        line = lines[n]
+        if n in in_string or (n and lines[n - 1].endswith("\\")) or _CLAUSE.match(line):
+            continue
+        if not previous.startswith("@"):
+            starts.append(n)
+            if n > last_hot:
+                break
+        previous = line
+    return starts
+
+
+def _candidate_rows(text: str, in_string: set[int]):
+    """The rows of `_candidates` in `text`, each once `in_string` holds every row up to it that
+    begins inside a string (the strings that start before it are tokenized by then). Rows come
+    from one cursor that only moves forward (a count of newlines at C speed)."""
+    tokens = _TOKENS.finditer(text)
+    token = next(tokens, None)
     pos = row = 0  # row: the line `pos` lies on
     for at in _candidates(text):
         while token is not None and token.start() < at:  # every string that can reach this line
@@ -209,41 +244,43 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
             token = next(tokens, None)
         row += text.count("\n", pos, at)
         pos = at
-        n = row
-        line = lines[n]
-        if n in in_string or (n and lines[n - 1].endswith("\\")) or _CLAUSE.match(line):
-            continue
-        if not previous.startswith("@"):  # a decorated `def` starts at its first decorator
-            starts.append(n)
-            if n > last_hot:
-                break
-        previous = line
+        yield row
 
+
+def _windows(hot: list[int], starts: list[int], size: int) -> list[list[int]]:
+    """[begin, end) of the runs of top-level statements (from `starts`) that span a line of
+    `hot` (0-based, ascending), merged where they touch."""
     windows: list[list[int]] = []
     for h in hot:
         i = bisect.bisect_right(starts, h)
         begin = starts[i - 1] if i else 0
-        end = starts[i] if i < len(starts) else len(lines)
+        end = starts[i] if i < len(starts) else size
         if windows and begin <= windows[-1][1]:
             windows[-1][1] = max(windows[-1][1], end)
         else:
             windows.append([begin, end])
-    if not nested and sum(end - begin for begin, end in windows) > MAX_KEPT * len(lines):
-        return None  # (nested windows are counted once reduced)
+    return windows
 
+
+def _kept_lines(lines: list[str], windows: list[list[int]], hot: list[int], nested: bool) -> list[str]:
+    """`lines` with every line outside `windows` blanked; `nested`: each window reduced to the
+    headers and statements around its `hot` lines where it can be (`_reduce`)."""
     out = [""] * len(lines)
-    hot_sorted = sorted(set(hot))
     for begin, end in windows:
-        reduced = _reduce(lines, begin, end, hot_sorted) if nested else None
+        reduced = _reduce(lines, begin, end, hot) if nested else None
         out[begin:end] = lines[begin:end] if reduced is None else reduced
-    if nested and len(out) - out.count("") > MAX_KEPT * len(lines):  # (the lines kept)
-        return None
-    first = windows[0][0]
+    return out
+
+
+def _as_module(lines: list[str], out: list[str], first: int) -> bytes | None:
+    """The kept lines `out` as UTF-8 source; `pass` first where code went before the first
+    window (its first string is no docstring then); None where a kept line declares another
+    encoding than the UTF-8 this returns."""
     if first and any(line.strip() and not line.lstrip().startswith("#") for line in lines[:first]):
-        out[0] = "pass"  # the first kept statement is not the module's docstring
+        out[0] = "pass"
     cookie = _COOKIE.search("\n".join(out[:2]))
     if cookie and cookie.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
-        return None  # a kept declaration of another encoding would misread the UTF-8 this returns
+        return None
     return "\n".join(out).encode("utf-8")
 
 
@@ -327,7 +364,7 @@ _NOT_CLOSING = re.compile(r"[^)\]}\n]+")
 
 def _spans(hot: list[int], lo: int, hi: int) -> bool:
     """Does a hot line lie in `lo`..`hi` (exclusive)? `hot` ascending: a bisection, not a scan,
-    or a block of n statements with n hot lines costs n * n (10,000 string targets: 14 s)."""
+    or a block of n statements with n hot lines costs n * n."""
     i = bisect.bisect_left(hot, lo)
     return i < len(hot) and hot[i] < hi
 
@@ -395,34 +432,49 @@ def _statement(block: _Block, s: int, t: int, indent: int, hot: list[int], keep:
                passes: dict[int, int]) -> None:
     """Keep statement `s`..`t` spanning a hot line: a simple one whole, a compound one as its
     headers and, of each clause's body, what spans a hot line."""
+    clauses = _clauses(block, s, t, indent)
+    if clauses is None:
+        for i in range(s, t):
+            keep[i] = True
+        return
+    for head, header_end, stop in clauses:
+        for i in range(head, header_end + 1):
+            keep[i] = True
+        _clause_body(block, header_end + 1, stop, indent, hot, keep, passes)
+
+
+def _clauses(block: _Block, s: int, t: int, indent: int) -> list[tuple[int, int, int]] | None:
+    """(first line, header's last line, end) of each clause of the compound statement `s`..`t`
+    (its decorators go with the first); None for a statement kept whole: a simple one, `match`,
+    or a clause whose body shares its header's line (`else: pass`)."""
     first = s
     while first < t and block.code[first].lstrip().startswith("@"):  # its decorators
         first = _logical_end(block, first, t) + 1
     if first >= t or not _COMPOUND.match(block.code[first].lstrip()):
-        for i in range(s, t):
-            keep[i] = True
-        return
-    clauses = [s] + [i for i in range(first + 1, t) if block.opens[i] and block.indent[i] == indent
-                     and _CLAUSE.match(block.code[i].lstrip())]
-    spans = list(zip(clauses, clauses[1:] + [t]))
+        return None
+    heads = [s] + [i for i in range(first + 1, t) if block.opens[i] and block.indent[i] == indent
+                   and _CLAUSE.match(block.code[i].lstrip())]
+    spans = list(zip(heads, heads[1:] + [t]))
     ends = [_logical_end(block, first if c == 0 else head, stop) for c, (head, stop) in enumerate(spans)]
-    if not all(block.code[e].rstrip().endswith(":") for e in ends):  # `else: pass`: kept whole
-        for i in range(s, t):
-            keep[i] = True
-        return
-    for (head, stop), header_end in zip(spans, ends):
-        for i in range(head, header_end + 1):
-            keep[i] = True
-        body = [i for i in range(header_end + 1, stop) if block.visible[i]]
-        if not body:
-            raise ValueError("a clause without a body")  # `class C: pass` is one line: kept above
-        inner = block.indent[body[0]]
-        if inner <= indent:
-            raise ValueError("a body not indented")
-        if _spans(hot, header_end + 1, stop):
-            _statements(block, header_end + 1, stop, inner, hot, keep, passes)
-        else:
-            passes[body[0]] = inner
+    if not all(block.code[e].rstrip().endswith(":") for e in ends):
+        return None
+    return [(head, end, stop) for (head, stop), end in zip(spans, ends)]
+
+
+def _clause_body(block: _Block, lo: int, hi: int, indent: int, hot: list[int], keep: list[bool],
+                 passes: dict[int, int]) -> None:
+    """Of the body `lo`..`hi` of a clause at `indent`, keep the statements that span a hot line,
+    or put `pass` for it where none does."""
+    body = [i for i in range(lo, hi) if block.visible[i]]
+    if not body:
+        raise ValueError("a clause without a body")  # `class C: pass` is one line: kept above
+    inner = block.indent[body[0]]
+    if inner <= indent:
+        raise ValueError("a body not indented")
+    if _spans(hot, lo, hi):
+        _statements(block, lo, hi, inner, hot, keep, passes)
+    else:
+        passes[body[0]] = inner
 
 
 def _logical_end(block: _Block, i: int, stop: int) -> int:

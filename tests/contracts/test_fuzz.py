@@ -19,7 +19,9 @@ gives the numbers of the last long run).
 from __future__ import annotations
 
 import ast
+import io
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from hypothesis import strategies as st
 from contracts import config as config_mod
 from contracts.check import run
 from contracts.engine.scan import FileScan, scan_source, searchable
+from contracts.fix import apply_fixes
 
 CI = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -337,11 +340,6 @@ HAS_FIX = (Path(__file__).resolve().parents[2] / "contracts/fix").is_dir()
 def check_fix(fuzz_tree: FuzzTree, case) -> None:
     """`--fix` on a generated file: what it writes parses, and every reference it leaves is one
     it reported as not auto-fixable."""
-    import io
-    import re
-
-    from contracts.fix import apply_fixes
-
     data, (rel, module, is_package) = case
     fuzz_tree.put(rel, data)
     result = run(fuzz_tree.config, str(fuzz_tree.src))

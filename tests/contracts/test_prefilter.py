@@ -14,18 +14,24 @@
 
 from __future__ import annotations
 
+import ast
+import re
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from contracts import check
 from contracts import config as config_mod
 from contracts.check import run
 from contracts.config import RemovedSpec
 from contracts.engine import reading as reading_mod
+from contracts.engine import scan
 from contracts.engine.discover import Discovery, SourceFile
-from contracts.engine.model import Model
-from contracts.engine.prefilter import RemovedPrefilter
+from contracts.engine.model import Model, build_model
+from contracts.engine.prefilter import Mentions, RemovedPrefilter, _rarest, joint_hits
 from contracts.engine.reading import file_refs
+from contracts.engine.resolve import is_under_any, matches_after, resolve_relative
 from contracts.engine.scan import scan_source, searchable
 from contracts.rules import removed_module
 
@@ -167,20 +173,87 @@ def test_fast_path_finds_what_a_full_ast_pass_finds(data, place):
 OTHER_PREFIXES = ("pkg.srt", "pkg.a.b.c.d", "pkg.kept", "other")
 
 
+_TARGET = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?")
+_DYNAMIC = ("import_module", "__import__", "importorskip")
+
+
+def _walked(data: bytes, module: str, is_package: bool, prefixes) -> set:
+    """(line, module) of every reference under `prefixes` that `ast.walk` over the whole file
+    finds: each imported module (and `base.name` of a from-import), each dynamic import's
+    target (a relative one resolved against its package), each other string that is a dotted
+    target (`module` or `module:attr`), but not a docstring nor the text around an f-string's
+    placeholder."""
+    tree = ast.parse(data)
+    found, consumed = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                consumed.add(id(first.value))  # a docstring is prose
+        elif isinstance(node, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in node.values):
+            consumed.update(id(v) for v in node.values)
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve_relative(module, is_package, node.level, node.module)
+            if base is not None:
+                found += [(node.lineno, base)] + [(node.lineno, f"{base}.{a.name}") for a in node.names if a.name != "*"]
+        elif isinstance(node, ast.Call) and _dynamic_target(node) is not None:
+            found.append((node.args[0].lineno, _dynamic_target(node)))
+            consumed.add(id(node.args[0]))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in consumed \
+                and _TARGET.fullmatch(node.value):
+            found.append((node.lineno, node.value.partition(":")[0]))
+    return {(line, name) for line, name in found if is_under_any(name, prefixes)}
+
+
+def _dynamic_target(call: ast.Call) -> str | None:
+    """The module a call of `import_module`, `__import__` or `importorskip` with a literal first
+    argument imports (a relative `import_module` target resolved against its literal package)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in _DYNAMIC or not call.args or not isinstance(call.args[0], ast.Constant) \
+            or not isinstance(call.args[0].value, str):
+        return None
+    target = call.args[0].value
+    package = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "package"), None)
+    if name == "import_module" and target.startswith(".") and isinstance(package, ast.Constant) \
+            and isinstance(package.value, str):
+        level = len(target) - len(target.lstrip("."))
+        target = resolve_relative(package.value, True, level, target.lstrip(".") or None) or target
+    return target if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", target) else None
+
+
+def _read(refs, prefixes) -> set:
+    """(line, module) of each reference the scanner gave under `prefixes`, as `_walked` counts them."""
+    out = set()
+    for ref in refs:
+        names = [ref.imported] + ([f"{ref.imported}.{ref.name}"] if ref.kind == "from" and ref.name != "*" else [])
+        out.update((ref.line, name) for name in names if is_under_any(name, prefixes))
+    return out
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=source(), place=st.sampled_from(PLACES), shared=st.booleans())
-def test_one_pass_for_two_prefilters_finds_what_each_finds_alone(data, place, shared):
-    """`joint_hits`: the hits of both prefilters in one pass over the mentions are those each
-    finds by itself (CRLF text included), with or without the mentions found once for both."""
-    from contracts.engine.prefilter import Mentions, joint_hits
-
+def test_the_hot_lines_of_two_prefilters_in_one_pass_hold_every_reference_ast_walk_finds(data, place, shared):
+    """`joint_hits`, the read's fast path: for each of two prefilters read in one pass over the
+    file's mentions (CRLF text included, with or without the mentions found once for both), the
+    statements around its hot lines hold the references under its prefixes that `ast.walk`
+    over the whole file finds, no more and no fewer."""
     module, is_package = place
+    try:
+        expected = [_walked(data, module, is_package, PREFIXES), _walked(data, module, is_package, OTHER_PREFIXES)]
+    except SyntaxError:
+        return  # (the generator writes valid Python; a rare odd case is no counterexample)
     first, second = RemovedPrefilter(PREFIXES), RemovedPrefilter(OTHER_PREFIXES)
     found = Mentions(data) if shared else None
     hits_a, hits_b, text = joint_hits(first, second, data, module, is_package, found)
-    assert first.lines_of(text, hits_a) == RemovedPrefilter(PREFIXES).hot_lines(data, module, is_package)
-    assert sorted(set(hits_b)) == sorted(set(RemovedPrefilter(OTHER_PREFIXES)._hits(text, module, is_package)))
-    assert bool(hits_b) == RemovedPrefilter(OTHER_PREFIXES).any_hot(data, module, is_package)
+    for hits, prefixes, want in ((hits_a, PREFIXES, expected[0]), (hits_b, OTHER_PREFIXES, expected[1])):
+        lines = RemovedPrefilter.lines_of(text, hits)
+        refs = file_refs(data, module, is_package, (), lines, checked=True).refs if lines else []
+        assert _read(refs, prefixes) == want
+    assert bool(hits_b) == second.any_hot(data, module, is_package)
 
 
 def test_hot_lines_do_not_depend_on_unrelated_prefixes():
@@ -349,9 +422,6 @@ _WORD_ONLY = {  # the word, and no import of the package: not read for edges, so
 
 
 def test_a_file_is_read_for_edges_when_it_may_import_the_kernel_package_not_for_the_word(tree):
-    from contracts import check
-    from contracts.engine.model import build_model
-
     root = tree({**_IMPORTERS, **_WORD_ONLY})
     cfg = config_mod.load(str(root / ".importlinter"))
     model = build_model(str(root), check.plan_for(cfg))
@@ -383,8 +453,6 @@ _TEXT_PIECES = ["a", "e", "pkg", ".", " ", "\n", "#", "é", "e\u0301", "\u0301",
 def test_the_shortcut_for_non_ascii_text_answers_as_the_full_check(monkeypatch, text, tail):
     """`searchable` asks of a non-ASCII file's non-ASCII characters alone whether NFKC leaves it
     as it is (`scan._non_ascii_stable`); where it says so, the full check agrees."""
-    from contracts.engine import scan
-
     data = (tail + text.encode()) if tail.startswith(b"#") else text.encode() + tail
     fast = searchable(data)
     with monkeypatch.context() as m:
@@ -400,11 +468,6 @@ def test_the_shortcut_for_non_ascii_text_answers_as_the_full_check(monkeypatch, 
 def test_a_root_searched_from_its_rarest_byte_is_found_where_its_own_pattern_is(data, root):
     """`matches_after` finds the dotted paths of a root as the root's own pattern finds them with
     `finditer`, searching from the root's rarest byte (`_rarest`)."""
-    import re
-
-    from contracts.engine.prefilter import _rarest
-    from contracts.engine.resolve import matches_after
-
     skip = _rarest(root)
     tail = re.compile(re.escape(root[skip:]) + rb"(?:\.\w+)*")
     whole = re.compile(re.escape(root) + rb"(?:\.\w+)*")
@@ -418,8 +481,6 @@ def test_prefilters_sharing_the_mentions_of_a_text_answer_as_each_alone(data, pl
     """The removed modules' prefilter and the kernel package's read each file's mentions of their
     roots and its relative imports once (`Mentions`), whichever asks first: the same hot lines
     and the same `any_hot` as each searching the text itself."""
-    from contracts.engine.prefilter import Mentions
-
     module, is_package = place
     text = searchable(data.replace(b"\n", b"\r\n") if crlf else data)
     removed, graph = RemovedPrefilter(PREFIXES), RemovedPrefilter(other)

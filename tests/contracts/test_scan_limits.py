@@ -4,6 +4,7 @@ Each test fails on the tool before the hardening."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -35,8 +36,6 @@ def test_a_dotted_directory_is_read_as_importers_and_grimp_never_panics(tree, do
                  "pkg/kernels/ops/gemm/g.py": CHAIN})
     done = run_cli(["--no-cache", "--format", "json"], cwd=root)
     assert "panicked" not in done.stderr and done.stderr == "", done.stderr[:500]
-    import json
-
     report = json.loads(done.stdout)
     found = _by_path(report)
     assert [r for r, _ in found[dotted]] == ["removed-module"]
@@ -55,8 +54,6 @@ def test_a_dotted_file_name_is_scanned_without_grimp_panicking(tree):
     root = tree({"pkg/kernels/ops/gemm/g.v2.py": CHAIN, "pkg/kernels/ops/gemm/g.py": CHAIN})
     done = run_cli(["--no-cache", "--format", "json"], cwd=root)
     assert "panicked" not in done.stderr and done.stderr == "", done.stderr[:500]
-    import json
-
     found = _by_path(json.loads(done.stdout))
     assert [r for r, _ in found["pkg/kernels/ops/gemm/g.v2.py"]] == ["group-boundary"]  # its edges from ast
     assert [r for r, _ in found["pkg/kernels/ops/gemm/g.py"]] == ["group-boundary"]

@@ -3,11 +3,14 @@ exactly what parsing the whole file finds."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contracts.engine import window
+from contracts.engine.resolve import matches_after
 from contracts.engine.scan import scan_source
 
 WORDS = (b"jit_kernel",)
@@ -191,10 +194,6 @@ _WORD_PIECES = [b"except", b"xcept", b"type", b"ype", b"tt", b"ee", b" ", b"\t",
 def test_a_word_searched_without_its_first_letter_is_found_where_its_own_pattern_is(data):
     """`matches_after` finds what the word's own pattern finds with `finditer`, from a pattern without the
     word's (common) first letter."""
-    import re
-
-    from contracts.engine.resolve import matches_after
-
     for pattern, lead in [window._EXCEPT_COMMA, *window._STRICTER_WORDS]:
         whole = re.compile(re.escape(lead) + pattern.pattern)
         assert list(matches_after(pattern, lead, data)) == [m.span() for m in whole.finditer(data)]
