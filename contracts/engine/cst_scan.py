@@ -19,12 +19,14 @@ old syntax), so the two readers cannot drift apart there.
 from __future__ import annotations
 
 import ast
+import bisect
 import warnings
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from contracts.engine import scan as ast_scan
+from contracts.engine import ast_refs as ast_scan
+from contracts.engine import source_text
 from contracts.engine.resolve import resolve_relative
 from contracts.engine.window import keep_hot_statements
 
@@ -56,7 +58,7 @@ def scan_rejected(data: bytes, text: str, exc: BaseException, module: str, is_pa
     try:
         tree = parse(text)
     except Exception:  # noqa: BLE001 - no parser accepts it: `ast`'s reason is the finding
-        return ast_scan.FileScan([], error=ast_scan.error_reason(data, exc))
+        return ast_scan.FileScan([], error=source_text.error_reason(data, exc))
     for nested in (True, False):
         kept = keep_hot_statements(data, (), hot, nested=nested, any_syntax=True) if hot else None
         if kept is None:
@@ -210,7 +212,7 @@ class _Walker:
         if where is None:
             return True
         first = where.start.line if start is None else min(start, where.start.line)
-        i = ast_scan.bisect.bisect_left(self.hot_sorted, first)
+        i = bisect.bisect_left(self.hot_sorted, first)
         return i < len(self.hot_sorted) and self.hot_sorted[i] <= where.end.line
 
     def _ref(self, node, kind: str, imported: str, lazy: bool, tc: bool, at=None, **kw) -> None:
@@ -442,7 +444,7 @@ def older_ast(text: str | bytes) -> ast.Module | None:
     `except A, B:` parenthesized, f-strings and t-strings as empty strings). Positions are not
     kept: for what a module defines (`bindings.py`, `index.py`), never for references."""
     try:
-        source = text if isinstance(text, str) else ast_scan.decode_source(text)
+        source = text if isinstance(text, str) else source_text.decode_source(text)
         older = parse(source).visit(_Older()).code
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -35,7 +35,7 @@ import re
 import sys
 
 from contracts.engine.resolve import CLAUSE_WORDS, matches_after
-from contracts.engine.scan import decode_source, hot_lines, searchable
+from contracts.engine.source_text import decode_source, hot_lines, searchable
 
 # Below this many bytes a whole parse costs less than finding the statements (~1 ms).
 MIN_BYTES = 4096

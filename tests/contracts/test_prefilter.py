@@ -26,7 +26,7 @@ from contracts import config as config_mod
 from contracts.check import run
 from contracts.config import RemovedSpec
 from contracts.engine import reading as reading_mod
-from contracts.engine import scan
+from contracts.engine import source_text
 from contracts.engine.discover import Discovery, SourceFile
 from contracts.engine.model import Model, build_model
 from contracts.engine.prefilter import Mentions, RemovedPrefilter, _rarest, joint_hits
@@ -452,11 +452,11 @@ _TEXT_PIECES = ["a", "e", "pkg", ".", " ", "\n", "#", "é", "e\u0301", "\u0301",
        tail=st.sampled_from([b"", b"\xff", b"\xc3", b"# -*- coding: latin-1 -*-\n"]))
 def test_the_shortcut_for_non_ascii_text_answers_as_the_full_check(monkeypatch, text, tail):
     """`searchable` asks of a non-ASCII file's non-ASCII characters alone whether NFKC leaves it
-    as it is (`scan._non_ascii_stable`); where it says so, the full check agrees."""
+    as it is (`source_text._non_ascii_stable`); where it says so, the full check agrees."""
     data = (tail + text.encode()) if tail.startswith(b"#") else text.encode() + tail
     fast = searchable(data)
     with monkeypatch.context() as m:
-        m.setattr(scan, "_non_ascii_stable", lambda data: False)
+        m.setattr(source_text, "_non_ascii_stable", lambda data: False)
         assert searchable(data) == fast
 
 
