@@ -36,10 +36,9 @@ from contracts.config import Config
 from contracts.derive_map.model import SAME_DEFINITION, TIE_MARGIN, Derived
 from contracts.derive_map.moves import derive
 from contracts.derive_map.names import place_name
-from contracts.engine.bindings import ModuleIndex
 from contracts.engine.discover import discover
 from contracts.engine.importers import Layout, importer_files, importer_name
-from contracts.engine.index import TreeIndex
+from contracts.engine.index import ModuleIndex, TreeIndex
 from contracts.engine.resolve import is_under
 from contracts.engine.scan import ImportRef, decode_source, scan_source, searchable
 from contracts.engine.trees import is_requirement, open_tree

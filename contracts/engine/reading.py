@@ -327,7 +327,7 @@ def _statements_of(reader, data: bytes) -> tuple:
     unsure, its `runtime.text_facts`, the names of its column-0 `def`s and `class`es); plain
     values, for a worker to send. (The names are wanted of three quarters of a tree's modules,
     those something imports names from: read here, on every core, rather than after the read.)"""
-    from contracts.engine.bindings import defs_at_column_0
+    from contracts.engine.index import defs_at_column_0
     from contracts.engine.import_lines import WHOLE_FILE
     from contracts.engine.runtime import text_facts
 

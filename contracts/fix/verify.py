@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from contracts.engine.bindings import ModuleIndex
+from contracts.engine.index import ModuleIndex
 from contracts.engine.discover import discover
 from contracts.engine.trees import is_requirement, open_tree, top_level_names
 from contracts.errors import UsageError

@@ -23,7 +23,7 @@ from contracts.findings import Finding
 
 TYPE_CHECKING = False  # (type checkers read it as typing's; importing typing costs a warm run 5 ms)
 if TYPE_CHECKING:
-    from contracts.engine.bindings import ModuleIndex
+    from contracts.engine.index import ModuleIndex
     from contracts.engine.model import Model
 
 MODULE_RULE = "missing-module"
@@ -74,7 +74,7 @@ class _Analysis:
     # ---- pass 1: the text of every file
 
     def run(self) -> list[Finding]:
-        from contracts.engine.bindings import ModuleIndex
+        from contracts.engine.index import ModuleIndex
         from contracts.engine.import_lines import WHOLE_FILE, StatementReader
         from contracts.engine.runtime import text_facts
 
