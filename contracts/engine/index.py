@@ -267,20 +267,17 @@ def _occurrences(text: bytes, word: bytes):
 
 
 def defs_at_column_0(text: bytes) -> set[str]:
-    """The names of the `def`s and `class`es that start a line at column 0."""
-    out = set()
-    for head in (b"\ndef ", b"\nclass ", b"\nasync def "):
-        if text.startswith(head[1:]):
-            text = b"\n" + text
-        pos = text.find(head)
-        while pos >= 0:
-            end = start = pos + len(head)
-            word = _IDENTIFIER.match(text, start)  # (one call, not a loop over its bytes)
-            if word is not None:
-                end = word.end()
-                out.add(word.group().decode("utf-8", "replace"))
-            pos = text.find(head, end)
-    return out
+    """The names of the `def`s and `class`es that start a line at column 0 (one regular-expression
+    pass: `re` skips to each line break at C speed, where a search per head and a match per hit
+    cost more than twice as much)."""
+    if text.startswith(_DEF_HEADS):
+        text = b"\n" + text
+    return {word.decode("utf-8", "replace") for word in set(_DEF_AT_COLUMN_0.findall(text))}
+
+
+_DEF_HEADS = (b"def ", b"class ", b"async def ")
+# After a line break: a `def`, `class` or `async def` head, then a whole word (what `_IDENTIFIER` matches).
+_DEF_AT_COLUMN_0 = re.compile(rb"\n(?:def|class|async def) ([A-Za-z0-9_\x80-\xff]+)")
 
 
 # `^[ \t]*`, a definition head or none, then a whole word: every place `defined_at_column_0`

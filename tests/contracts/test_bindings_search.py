@@ -9,11 +9,13 @@ must give the answers of the plain versions, on any text.
 from __future__ import annotations
 
 import bisect
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.engine.index import ModuleIndex, _definitions, _indented_definition, _occurrences, defined_at_column_0
+from contracts.engine.index import (ModuleIndex, _definitions, _indented_definition, _occurrences, defined_at_column_0,
+                                    defs_at_column_0)
 from contracts.engine.runtime import text_facts
 
 NAMES = ("x", "xy", "def", "class_", "async")
@@ -124,3 +126,17 @@ def test_a_writers_attribute_targets_are_the_names_a_search_per_name_finds(piece
     for name in (b"x", b"xy", b"int", b"_"):
         per_name = b"setattr(" in text or re.search(rb"\.\s*" + re.escape(name) + rb"\s*(?::[^=\n]*)?=(?!=)", text)
         assert (targets is None or name in targets) == bool(per_name), (text, name)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECES, max_size=40))
+def test_the_column_0_definitions_are_those_a_line_by_line_reading_finds(pieces):
+    text = b"".join(pieces)
+    expected = set()
+    for line in text.split(b"\n"):
+        for head in (b"def ", b"class ", b"async def "):
+            if line.startswith(head):
+                word = re.match(rb"[A-Za-z0-9_\x80-\xff]*", line[len(head):]).group()
+                if word:
+                    expected.add(word.decode("utf-8", "replace"))
+    assert defs_at_column_0(text) == expected, text
