@@ -109,6 +109,7 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # A maximal run of `_WORD` bytes: what `_occurrences` finds as a whole word.
 _IDENTIFIER = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
 _SEARCHES_BEFORE_INDEX = 64  # a few missing names: a search each; many: the index (linear)
+_UNREAD = object()  # (a cache's miss, where None is an answer)
 # Text that lets a module bind names no statement shows.
 _DYNAMIC = (b"globals()", b"sys.modules[__name__]", b"vars()", b"exec(")
 
@@ -266,6 +267,19 @@ def _occurrences(text: bytes, word: bytes):
         pos = text.find(word, end)
 
 
+def _has_word(text: bytes, ends) -> bool:
+    """Does `text` hold a whole word that `ends` (the word, then no word byte after it) finds? The
+    same answer as `_occurrences` for a word of word bytes, the occurrences inside longer words
+    (`quant` in `quantize`) skipped by `re`, not one by one."""
+    pos = 0
+    while (m := ends.search(text, pos)) is not None:
+        start = m.start()
+        if start == 0 or text[start - 1] not in _WORD:
+            return True
+        pos = start + 1
+    return False
+
+
 def defs_at_column_0(text: bytes) -> set[str]:
     """The names of the `def`s and `class`es that start a line at column 0 (one regular-expression
     pass: `re` skips to each line break at C speed, where a search per head and a match per hit
@@ -387,6 +401,8 @@ class ModuleIndex:
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}
         self._containing: dict[bytes, frozenset[str]] = {}
+        self._texts_by_module: list[tuple[str, bytes]] | None = None  # (`_haystack`)
+        self._source_lists: dict[str, list[bytes] | None] = {}  # module -> `_sources`
         self._excluded: bool | None = None  # does any module of `other` stand for an excluded one?
 
     # ---- modules
@@ -542,7 +558,9 @@ class ModuleIndex:
         if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
             return True
         kind = self.other.get(module)
-        sources = self._sources(module, kind)
+        sources = self._source_lists.get(module, _UNREAD)
+        if sources is _UNREAD:  # (asked once per name imported from the module: read once)
+            sources = self._source_lists[module] = self._sources(module, kind)
         if not sources:
             return None if sources is None else False  # a namespace directory binds only its submodules
         return self._sources_bind(module, name, kind, sources, internal, _seen)
@@ -636,12 +654,17 @@ class ModuleIndex:
             return set(self._words.get(key, ()))
         # Text by text, not in one joined text: a module is done at its first whole-word
         # occurrence, and a common word's other occurrences are never looked at.
-        found = set()
-        for m in sorted(self.py):
-            text = self.text(m)
-            if text is not None and key in text and next(_occurrences(text, key), None) is not None:
-                found.add(m)
-        return found
+        if _IDENTIFIER.fullmatch(key) is None:
+            return {m for m, text in self._haystack() if key in text and next(_occurrences(text, key), None) is not None}
+        ends = re.compile(re.escape(key) + rb"(?![A-Za-z0-9_\x80-\xff])")
+        return {m for m, text in self._haystack() if key in text and _has_word(text, ends)}
+
+    def _haystack(self) -> list[tuple[str, bytes]]:
+        """(module, text) of every readable `.py` module, by name: what a search goes through,
+        listed once (each search of the tree is then a loop over texts in memory)."""
+        if self._texts_by_module is None:
+            self._texts_by_module = [(m, text) for m in sorted(self.py) if (text := self.text(m)) is not None]
+        return self._texts_by_module
 
     def matches(self, pattern):
         """(module, match) for each match of the bytes `pattern` in the `.py` modules' text (one
