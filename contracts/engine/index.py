@@ -966,7 +966,7 @@ def _lines_text(text: str) -> str:
     return "\n".join(text.splitlines())
 
 
-# --------------------------------------------------------------------------- one module
+# --------------------------------------------------------------------------- what one module binds (TreeIndex)
 
 
 def module_level(body: list) -> list:
@@ -1058,7 +1058,7 @@ def _column0_names(data: bytes) -> set[str]:
     return {w.decode("ascii") for w in found}
 
 
-# --------------------------------------------------------------------------- a tree
+# --------------------------------------------------------------------------- a tree named by derive-map or upgrade
 
 
 class TreeIndex:
