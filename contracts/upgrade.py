@@ -9,7 +9,7 @@ directory that holds PACKAGE, a wheel, or `name==version`: `engine/trees.py`):
 
 - `missing-module`: the module does not exist there (a `.py`, package, stub or extension
   module is a module);
-- `missing-name`: the module exists but binds no such name (`engine/bindings.py`: defined,
+- `missing-name`: the module exists but binds no such name (`engine/index.py`: defined,
   imported, re-exported, a submodule). What the tree cannot settle -- an extension module's
   names, a module-level `__getattr__`, `globals()` writes -- is never a finding.
 
@@ -36,10 +36,9 @@ from contracts.config import Config
 from contracts.derive_map.model import SAME_DEFINITION, TIE_MARGIN, Derived
 from contracts.derive_map.moves import derive
 from contracts.derive_map.names import place_name
-from contracts.engine.bindings import ModuleIndex
 from contracts.engine.discover import discover
 from contracts.engine.importers import Layout, importer_files, importer_name
-from contracts.engine.index import TreeIndex
+from contracts.engine.index import ModuleIndex, TreeIndex
 from contracts.engine.resolve import is_under
 from contracts.engine.scan import ImportRef, decode_source, scan_source, searchable
 from contracts.engine.trees import is_requirement, open_tree

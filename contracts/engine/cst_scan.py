@@ -442,7 +442,7 @@ def older_ast(text: str | bytes) -> ast.Module | None:
     or None where LibCST rejects it too: its newer forms rewritten in older syntax (`type X = v`
     as `X = v`, `lazy import a` as `import a`, type parameters dropped, `except*` as `except`,
     `except A, B:` parenthesized, f-strings and t-strings as empty strings). Positions are not
-    kept: for what a module defines (`bindings.py`, `index.py`), never for references."""
+    kept: for what a module defines (`index.py`), never for references."""
     try:
         source = text if isinstance(text, str) else source_text.decode_source(text)
         older = parse(source).visit(_Older()).code

@@ -1,9 +1,9 @@
 """Every `.py` file under the root packages, namespace directories included, with coverage.
 
 grimp walks only directories that have an `__init__.py`; a directory without one inside a root
-package (an implicit namespace package, as upstream `sglang/srt` is) is walked here too. Nothing
-is skipped silently: what is not walked or not read is returned in `skipped` with a reason, and
-the rule `not-scanned` reports each. The walk is bounded on hostile trees:
+package (an implicit namespace package) is walked here too. Nothing is skipped silently: what
+is not walked or not read is returned in `skipped` with a reason, and the rule `not-scanned`
+reports each. The walk is bounded on hostile trees:
 
 - every real directory is walked once, under its own name: a symlink to a directory already
   walked (a loop, or an alias of a sibling) is reported, not followed again, so links cannot
@@ -31,7 +31,7 @@ from contracts._record import Record
 _NAME = attrgetter("name")
 _REL = attrgetter("rel")
 
-# Deeper than any real package (upstream sglang nests 12 deep); bounds the walk on hostile trees.
+# Deeper than any real package nests; bounds the walk on hostile trees.
 MAX_DEPTH = 256
 
 _KINDS = {stat_mod.S_IFIFO: "a FIFO", stat_mod.S_IFSOCK: "a socket", stat_mod.S_IFCHR: "a character device",
@@ -135,7 +135,7 @@ class _Walker:
     def rel(self, path: str) -> str:
         top = self._top
         # Below the source directory (every path the walk makes): cut the prefix off, not the
-        # far slower `relpath` (0.4 s for upstream's 4,719 files).
+        # far slower `relpath` (a large share of the walk).
         rel = path[len(top):] if path.startswith(top) and ".." not in path else os.path.relpath(path, self.result.src)
         rel = rel.replace(os.sep, "/") if os.sep != "/" else rel
         if rel.isascii():
@@ -165,34 +165,44 @@ class _Walker:
         if depth and "." in parts[-1] and not self.importers:
             self.walk_importers(directory, parts, depth)
             return
-        if depth > MAX_DEPTH:
-            self.skip(directory, f"nested deeper than {MAX_DEPTH} directories; not walked")
-            return
-        try:
-            st = os.stat(directory)
-        except OSError as e:
-            self.skip(directory, f"cannot stat directory: {e.strerror or e}")
-            return
-        self.result.dirs.append((directory, st.st_mtime_ns, st.st_ctime_ns))
-        key = (st.st_dev, st.st_ino)
-        if key in self.walked:  # a bind mount or a hard-linked directory: walk it once
-            self.skip(directory, f"same directory as `{self.walked[key]}`, scanned there")
-            return
-        self.walked[key] = self.rel(directory)
-        self.result.other_modules[".".join(parts)] = "directory"
-        try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=_NAME)
-        except OSError as e:
-            self.skip(directory, f"cannot list directory: {e.strerror or e}")
+        entries = self._enter(directory, parts, depth)
+        if entries is None:
             return
         if self.layout is not None and self.layout.exclude:
             for entry in entries:
                 self._entry(entry, parts, depth)
-            return
-        # What nearly every entry is -- an ASCII name, no link, a directory or a regular `.py`
-        # file -- is taken here, its relative path and module name made from its directory's
-        # (0.5.23: 37 -> 28 ms); anything else goes through `_entry`, which says why it is skipped.
+        else:
+            self._walk_plain(directory, entries, parts, depth)
+
+    def _enter(self, directory: str, parts: list[str], depth: int) -> list[os.DirEntry] | None:
+        """`directory`'s entries, sorted by name, once it is recorded as walked and as a module;
+        None where it is not walked (too deep, seen already under another name, unreadable)."""
+        if depth > MAX_DEPTH:
+            self.skip(directory, f"nested deeper than {MAX_DEPTH} directories; not walked")
+            return None
+        try:
+            st = os.stat(directory)
+        except OSError as e:
+            self.skip(directory, f"cannot stat directory: {e.strerror or e}")
+            return None
+        self.result.dirs.append((directory, st.st_mtime_ns, st.st_ctime_ns))
+        key = (st.st_dev, st.st_ino)
+        if key in self.walked:  # a bind mount or a hard-linked directory: walk it once
+            self.skip(directory, f"same directory as `{self.walked[key]}`, scanned there")
+            return None
+        self.walked[key] = self.rel(directory)
+        self.result.other_modules[".".join(parts)] = "directory"
+        try:
+            with os.scandir(directory) as it:
+                return sorted(it, key=_NAME)
+        except OSError as e:
+            self.skip(directory, f"cannot list directory: {e.strerror or e}")
+            return None
+
+    def _walk_plain(self, directory: str, entries: list[os.DirEntry], parts: list[str], depth: int) -> None:
+        """What nearly every entry is -- an ASCII name, no link, a directory or a regular `.py`
+        file -- is taken here, its relative path and module name made from its directory's (no
+        `rel` per file); anything else goes through `_entry`, which says why it is skipped."""
         rel_dir = self.rel(directory) + "/"
         prefix = ".".join(parts)
         files = self.result.files
@@ -209,12 +219,10 @@ class _Walker:
                 st = None
             if st is None or not stat_mod.S_ISREG(st.st_mode):
                 self._entry(entry, parts, depth)
-            elif name == "__init__.py":
-                files.append(SourceFile(entry.path, rel_dir + name, prefix, True, st.st_mtime_ns, st.st_size,
-                                        st.st_ctime_ns))
             else:
-                files.append(SourceFile(entry.path, rel_dir + name, f"{prefix}.{name[:-3]}", False, st.st_mtime_ns,
-                                        st.st_size, st.st_ctime_ns))
+                init = name == "__init__.py"
+                files.append(SourceFile(entry.path, rel_dir + name, prefix if init else f"{prefix}.{name[:-3]}", init,
+                                        st.st_mtime_ns, st.st_size, st.st_ctime_ns))
 
     def walk_importers(self, directory: str, parts: list[str], depth: int) -> None:
         """A directory with a dot in its name (`.agents/`, `v1.2/`): `a.b/x.py` would be module
@@ -237,14 +245,11 @@ class _Walker:
     layout = None
 
     def _entry(self, entry: os.DirEntry, parts: list[str], depth: int) -> None:
+        """One entry of a walked directory, whatever it is: excluded, a link, a directory, a
+        `.py` file, a stub or extension module, or anything else (ignored)."""
         name = entry.name
         if self.layout is not None and self.layout.excluded_by(entry.path):
-            # Excluded by the config (vendored, generated): deliberately not scanned, yet it
-            # exists for whoever imports it (`index.py` knows nothing of what it holds).
-            self.result.whole = False
-            stem = name.split(".", 1)[0] if name.endswith((".py", ".pyi", ".so", ".pyd")) else name
-            if stem != "__init__" and stem.isidentifier():
-                self.result.other_modules[".".join(parts + [stem])] = "excluded"
+            self._excluded(name, parts)
             return
         try:
             name.encode("utf-8")
@@ -269,11 +274,24 @@ class _Walker:
         elif est is not None:
             self._py(entry.path, name, parts, est)
         elif name.endswith((".pyi", ".so", ".pyd")):
-            stem = name[:-4] if name.endswith(".pyi") else name.split(".", 1)[0]  # foo.cpython-311-x86_64-linux-gnu.so
-            module = ".".join(parts if stem == "__init__" else parts + [stem])
-            # An extension module wins over its stub whichever sorts first (the stub is read beside it).
-            if self.result.other_modules.get(module) not in ("directory", "extension"):
-                self.result.other_modules[module] = "stub" if name.endswith(".pyi") else "extension"
+            self._compiled(name, parts)
+
+    def _excluded(self, name: str, parts: list[str]) -> None:
+        """An entry the config excludes (vendored, generated): deliberately not scanned, yet it
+        exists for whoever imports it (`index.py` knows nothing of what it holds)."""
+        self.result.whole = False
+        stem = name.split(".", 1)[0] if name.endswith((".py", ".pyi", ".so", ".pyd")) else name
+        if stem != "__init__" and stem.isidentifier():
+            self.result.other_modules[".".join(parts + [stem])] = "excluded"
+
+    def _compiled(self, name: str, parts: list[str]) -> None:
+        """A stub (`.pyi`) or an extension module (`.so`, `.pyd`, ABI-tagged or not): a module no
+        `.py` is. An extension module wins over its stub whichever sorts first (the stub is read
+        beside it)."""
+        stem = name[:-4] if name.endswith(".pyi") else name.split(".", 1)[0]  # foo.cpython-311-x86_64-linux-gnu.so
+        module = ".".join(parts if stem == "__init__" else parts + [stem])
+        if self.result.other_modules.get(module) not in ("directory", "extension"):
+            self.result.other_modules[module] = "stub" if name.endswith(".pyi") else "extension"
 
     def _py(self, path: str, name: str, parts: list[str], st) -> None:
         if not stat_mod.S_ISREG(st.st_mode):

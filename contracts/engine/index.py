@@ -1,28 +1,47 @@
-"""Where each module and each module-level name of a tree lives, read with `ast` (never imported).
+"""The index of a tree: which modules exist and what names each binds, read from the text and
+with `ast` (nothing is imported). It serves `missing-name`, `upgrade`, `--verify-against` and
+`derive-map`.
 
-Used by `derive-map` (where did a module's code, or one name, go?) and by `--verify-against`
-(does a rewritten import resolve in the new tree?). Files are parsed on demand; a text index of
-`def`/`class`/assignment names finds the few files worth parsing for a name.
+A module exists when the tree has it as a `.py` file, a directory (a package, with or without
+`__init__.py`), a `.pyi` stub or an extension module (`.so`, `.pyd`, ABI-tagged names
+included); `discover.py` lists all of these. What only running the tree can bind (a name another
+module assigns onto a module, a module written into `sys.modules`) is read by `runtime.py`, which
+this index asks before it calls anything missing.
 
-A module *binds* a name when Python's `from module import name` would succeed without running
-anything unusual: it defines it (`def`, `class`, an assignment, at module level, also inside
-`if`/`try`/`with`), imports it (`import x as name`, `from y import name`), re-exports it through
-`from y import *` (followed inside the tree), defines a module-level `__getattr__` (anything may
-resolve), or `module.name` is itself a module of the tree.
+`ModuleIndex` is the index of a checked tree. `binds(M, X)` answers whether `from M import X`
+finds `X`: True (a submodule `M.X`, an attribute every module has, or a binding at module
+level), False (certainly not), None (unknown: an extension module, a module-level `__getattr__`,
+bindings made through `globals()`/`sys.modules[__name__]`/`exec`, a star import of something
+outside the checked packages). It is cheap where it can be: a name whose text does not occur in
+a module cannot be bound there (only a star import could bring it, and those are followed), and
+a name defined at column 0 (`def X`, `class X`, `X = ...`, a column-0 import) is bound. Only the
+rest is settled by `ast` (every binding form: def, class, assignment and annotated assignment,
+augmented assignment, `for`/`with`/walrus targets, imports, `global`, `__all__` entries, in
+`if`/`try`/`with`/`for`/`while` blocks at module level), once per module. `definers(names)`
+finds the modules that *define* every one of `names` (not merely import them: a module
+re-exporting a name is not where it moved to), for "moved?" suggestions.
 
-A definition is compared by more than its name, the way git compares a renamed file: its source
-block (a `def`/`class`/assignment at column 0 and the indented lines under it) is normalized --
-blank lines, comment lines, import lines (a moved function whose imports were updated is still
-the same function) and the docstring left out, whitespace and line breaks removed (a reformat is
-no change) -- and hashed. `similarity()` of two same-named definitions is 1.0 for the same
-normalized block, else the `difflib` ratio of the two blocks cut into pieces after each bracket,
-comma and colon. Reading blocks from the text (no parse) keeps a whole tree cheap; a
-definition nested in a module-level `if`/`try` is bound (see above) but has no block to compare.
+`TreeIndex` is the index of a tree named by `derive-map` or `upgrade` (where did a module's code,
+or one name, go?). Its files are parsed on demand; a text index of `def`/`class`/assignment
+names finds the few files worth parsing for a name. It reads a module's bindings more coarsely:
+a name is bound when the module defines it (`def`, `class`, an assignment, at module level, also
+inside `if`/`try`/`with`), imports it, re-exports it through `from y import *` (followed inside
+the tree), defines a module-level `__getattr__` (anything may resolve), or `module.name` is
+itself a module of the tree. A definition is compared by more than its name, the way git
+compares a renamed file: its source block (a `def`/`class`/assignment at column 0 and the
+indented lines under it) is normalized -- blank lines, comment lines, import lines (a moved
+function whose imports were updated is still the same function) and the docstring left out,
+whitespace and line breaks removed (a reformat is no change) -- and hashed. `similarity()` of two
+same-named definitions is 1.0 for the same normalized block, else the `difflib` ratio of the two
+blocks cut into pieces after each bracket, comma and colon. Reading blocks from the text (no
+parse) keeps a whole tree cheap; a definition nested in a module-level `if`/`try` is bound (see
+above) but has no block to compare.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import hashlib
 import os
@@ -31,19 +50,686 @@ import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from contracts.engine.bindings import implicit
 from contracts.engine.discover import SourceFile, discover
-from contracts.engine.files import read_capped
+from contracts.engine.files import read_capped, read_regular
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
-from contracts.engine.scan import MAX_PARSE_BYTES, decode_source
+from contracts.engine.runtime import SYS_MODULES_WRITE, Runtime
+from contracts.engine.scan import MAX_PARSE_BYTES, decode_source, older_syntax_ast
+from contracts.engine.window import keep_hot_statements
+
+# What every module has without binding it (`__path__` too, for a package): never missing.
+IMPLICIT_ATTRIBUTES = frozenset({"__doc__", "__file__", "__name__", "__package__", "__spec__", "__loader__",
+                                 "__builtins__", "__cached__", "__annotations__", "__dict__"})
+
+
+def implicit(name: str, package: bool) -> bool:
+    """Is `name` an attribute Python gives a module (a package) whatever its source binds?"""
+    return name in IMPLICIT_ATTRIBUTES or (package and name == "__path__")
+
+
+# --------------------------------------------------------------------------- parsing a module
+
+
+def _ast(source: str | bytes) -> ast.Module | None:
+    """`source`'s tree, read as a newer Python's syntax where this one's `ast` rejects it (the
+    same names on every interpreter), or None where no parser reads it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return older_syntax_ast(source, e)
+
+
+def _parse(data: bytes) -> ast.Module | None:
+    """`data`'s tree, or None: it does not parse, or it is over the parse cap (a module of a
+    `--verify-against` tree is bounded as a checked file is)."""
+    if len(data) > MAX_PARSE_BYTES:
+        return None
+    return _ast(data)
+
+
+def read_text(path: str) -> str | None:
+    """The text of a module to parse, or None (unreadable, undecodable, or over the parse cap: a
+    tree named by `--before`/`--after`/`--verify-against` is bounded as the checked one is)."""
+    try:
+        return decode_source(read_capped(path, MAX_PARSE_BYTES))
+    except (OSError, SyntaxError, ValueError, LookupError):
+        return None
+
+
+def parse_text(text: str | None) -> ast.Module | None:
+    return None if text is None else _ast(text)
+
+
+# --------------------------------------------------------------------------- a checked tree's bindings
+
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
+# A maximal run of `_WORD` bytes: what `_occurrences` finds as a whole word.
+_IDENTIFIER = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
+_SEARCHES_BEFORE_INDEX = 64  # a few missing names: a search each; many: the index (linear)
+_UNREAD = object()  # (a cache's miss, where None is an answer)
+# Text that lets a module bind names no statement shows.
+_DYNAMIC = (b"globals()", b"sys.modules[__name__]", b"vars()", b"exec(")
+
+
+def _states_names(stub: bytes) -> bool:
+    """Does a stub state anything (an empty one, or a docstring alone, says nothing)?"""
+    tree = _parse(stub)
+    if tree is None:
+        return True
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return bool(body)
+
+
+@dataclass
+class Bindings:
+    """A module's names at module level, from `ast`."""
+
+    names: set[str] = field(default_factory=set)  # bound any way, imports included
+    defined: set[str] = field(default_factory=set)  # bound other than by an import
+    stars: list[tuple[int, str | None]] = field(default_factory=list)  # (level, module) of `from m import *`
+    getattr: bool = False  # a module-level `__getattr__`
+
+
+def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
+    """The module-level bindings of `tree`. `text`, its source, spares walks for forms its text
+    cannot hold (`global`, `:=`)."""
+    reader = _BindingReader(text)
+    reader.block(tree.body)
+    return reader.out
+
+
+class _BindingReader:
+    """Walks a module's statements at module level (into every compound statement's blocks) and
+    collects what each binds into `out`."""
+
+    def __init__(self, text: bytes | None) -> None:
+        self.out = Bindings()
+        self.has_global = text is None or b"global" in text
+        self.has_walrus = text is None or b":=" in text
+
+    def bind(self, name: str, defined: bool = True) -> None:
+        self.out.names.add(name)
+        if defined:
+            self.out.defined.add(name)
+
+    def block(self, body: list) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(stmt)
+            elif isinstance(stmt, ast.ClassDef):
+                self.bind(stmt.name)
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.imports(stmt)
+            elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                self.assignment(stmt)
+            elif isinstance(stmt, ast.Expr):
+                self.expression(stmt.value)
+            elif isinstance(stmt, ast.Global):
+                for name in stmt.names:
+                    self.bind(name)
+            else:
+                self.compound(stmt)
+
+    def function(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.bind(stmt.name)
+        if stmt.name == "__getattr__":
+            self.out.getattr = True
+        if self.has_global:
+            for sub in ast.walk(stmt):  # `global X` in a function binds X when it runs
+                if isinstance(sub, ast.Global):
+                    for name in sub.names:
+                        self.bind(name)
+
+    def imports(self, stmt: ast.Import | ast.ImportFrom) -> None:
+        for alias in stmt.names:
+            if isinstance(stmt, ast.Import):
+                self.bind(alias.asname or alias.name.split(".", 1)[0], defined=False)
+            elif alias.name == "*":
+                self.out.stars.append((stmt.level or 0, stmt.module))
+            else:
+                self.bind(alias.asname or alias.name, defined=False)
+
+    def assignment(self, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
+        for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+            self.targets(target)
+            if isinstance(target, ast.Name) and target.id == "__getattr__":
+                self.out.getattr = True
+            if isinstance(target, ast.Name) and target.id == "__all__" and stmt.value is not None:
+                self.all_names(stmt.value)
+        if stmt.value is not None:
+            self.walrus(stmt.value)
+
+    def expression(self, call: ast.expr) -> None:
+        self.walrus(call)
+        # `__all__.extend([...])`, `__all__.append("x")`
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                isinstance(call.func.value, ast.Name) and call.func.value.id == "__all__":
+            for arg in call.args:
+                self.all_names(arg)
+
+    def compound(self, stmt: ast.stmt) -> None:
+        """`for`, `with`, `if`, `while`, `try`, `match` (and any other statement): their targets,
+        the walrus targets of their headers, and the statements of their blocks."""
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.targets(stmt.target)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self.targets(item.optional_vars)
+        for name in ("test", "iter", "subject"):
+            value = getattr(stmt, name, None)
+            if isinstance(value, ast.AST):
+                self.walrus(value)
+        for name in ("body", "orelse", "finalbody"):
+            value = getattr(stmt, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self.block(value)
+        for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            self.block(part.body)
+
+    def targets(self, node: ast.AST) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                self.bind(sub.id)
+
+    def walrus(self, node: ast.AST) -> None:
+        if not self.has_walrus:
+            return
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                self.bind(sub.target.id)
+
+    def all_names(self, value: ast.AST) -> None:
+        for sub in ast.walk(value):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
+                self.bind(sub.value, defined=False)  # declared, defined elsewhere
+
+
+def _dynamic(text: bytes) -> bool:
+    """Can `text` bind names no statement shows (`globals()`, `exec`, a `sys.modules` write)?"""
+    return any(marker in text for marker in _DYNAMIC) or (
+        b"sys.modules" in text and SYS_MODULES_WRITE.search(text) is not None)
+
+
+def _occurrences(text: bytes, word: bytes):
+    """Offsets of `word` in `text` as a whole identifier."""
+    n, k = len(text), len(word)
+    pos = text.find(word)
+    while pos >= 0:
+        end = pos + k
+        if (pos == 0 or text[pos - 1] not in _WORD) and (end >= n or text[end] not in _WORD):
+            yield pos
+        pos = text.find(word, end)
+
+
+def _has_word(text: bytes, ends) -> bool:
+    """Does `text` hold a whole word that `ends` (the word, then no word byte after it) finds? The
+    same answer as `_occurrences` for a word of word bytes, the occurrences inside longer words
+    (`quant` in `quantize`) skipped by `re`, not one by one."""
+    pos = 0
+    while (m := ends.search(text, pos)) is not None:
+        start = m.start()
+        if start == 0 or text[start - 1] not in _WORD:
+            return True
+        pos = start + 1
+    return False
+
+
+def defs_at_column_0(text: bytes) -> set[str]:
+    """The names of the `def`s and `class`es that start a line at column 0 (one regular-expression
+    pass: `re` skips to each line break at C speed, where a search per head and a match per hit
+    cost more than twice as much)."""
+    if text.startswith(_DEF_HEADS):
+        text = b"\n" + text
+    return {word.decode("utf-8", "replace") for word in set(_DEF_AT_COLUMN_0.findall(text))}
+
+
+_DEF_HEADS = (b"def ", b"class ", b"async def ")
+# After a line break: a `def`, `class` or `async def` head, then a whole word (what `_IDENTIFIER` matches).
+_DEF_AT_COLUMN_0 = re.compile(rb"\n(?:def|class|async def) ([A-Za-z0-9_\x80-\xff]+)")
+
+
+# `^[ \t]*`, a definition head or none, then a whole word: every place `defined_at_column_0`
+# and `_indented_definition` look at, found in one pass over a text.
+_DEFINITION_START = re.compile(rb"^([ \t]*)(def |class |async def )?([A-Za-z0-9_\x80-\xff]+)", re.M)
+_DEFINED: dict[int, tuple[bytes, frozenset, frozenset]] = {}  # id(text) -> (text, column 0, any)
+_MAX_DEFINED = 16
+
+
+def _definitions(text: bytes) -> tuple[frozenset, frozenset]:
+    """(names `text` may define at column 0, names it may define on any line), each found once
+    per text: asking per name searched the whole text each time, so a file importing many
+    missing names cost as many searches of itself (quadratic)."""
+    entry = _DEFINED.get(id(text))
+    if entry is not None and entry[0] is text:
+        return entry[1], entry[2]
+    column_0, anywhere = set(), set()
+    for m in _DEFINITION_START.finditer(text):
+        indent, head, word = m.groups()
+        after = text[m.end():m.end() + 4].lstrip(b" \t")  # what the per-name tests looked at
+        if head or _assigns(after, (b"=", b":", b",")):
+            anywhere.add(word)
+        if not indent and (head or _assigns(after, (b"=", b":"))):
+            column_0.add(word)
+    if len(_DEFINED) >= _MAX_DEFINED:
+        _DEFINED.clear()
+    result = _DEFINED[id(text)] = (text, frozenset(column_0), frozenset(anywhere))
+    return result[1], result[2]
+
+
+def _assigns(after: bytes, marks: tuple[bytes, ...]) -> bool:
+    return after[:1] in marks and after[:2] != b"=="
+
+
+def defined_at_column_0(text: bytes, name: str) -> bool:
+    """Does `text` define `name` on a line of its own at column 0: `def name`, `class name`,
+    `name = ...`, `name: T = ...`? (A cheap, sufficient test; `ast` settles the rest.)"""
+    return _defined(text, name.encode(), column_0=True)
+
+
+def _indented_definition(text: bytes, name: str) -> bool:
+    """Could an indented line define `name` (`def name`, `class name`, `name = ...`, `name: T`)?"""
+    return _defined(text, name.encode(), column_0=False)
+
+
+_ASKED: dict[int, list] = {}  # id(text) -> [text, how many names were asked of it]
+_ASKS_BEFORE_SCAN = 16  # a few names: a search each; more: `_definitions`, one pass for all
+
+
+def _defined(text: bytes, word: bytes, column_0: bool) -> bool:
+    """`word` is a definition `_definitions` would find (at column 0, or on any line). The first
+    few names asked of a text are searched for (a byte search per name; the pass over every
+    line costs as much as a few dozen of them, and most texts are asked about one or two names)."""
+    entry = _DEFINED.get(id(text))
+    if entry is not None and entry[0] is text:
+        return word in entry[1 if column_0 else 2]
+    asked = _ASKED.get(id(text))
+    if asked is None or asked[0] is not text:
+        if len(_ASKED) >= _MAX_DEFINED:
+            _ASKED.clear()
+        asked = _ASKED[id(text)] = [text, 0]
+    asked[1] += 1
+    if asked[1] > _ASKS_BEFORE_SCAN:
+        return word in _definitions(text)[0 if column_0 else 1]
+    return any(_defines_at(text, pos, len(word), column_0) for pos in _occurrences(text, word))
+
+
+def _defines_at(text: bytes, pos: int, size: int, column_0: bool) -> bool:
+    """Is the whole word at `pos` what `_DEFINITION_START` would capture there, followed by what
+    `_definitions` takes for a definition (the same test, on one occurrence)?"""
+    start = text.rfind(b"\n", 0, pos) + 1
+    prefix = text[start:pos]
+    head = prefix.lstrip(b" \t")
+    if head not in _HEADS or (column_0 and len(head) != len(prefix)):
+        return False
+    if head:
+        return True
+    after = text[pos + size:pos + size + 4].lstrip(b" \t")
+    return _assigns(after, (b"=", b":") if column_0 else (b"=", b":", b","))
+
+
+_HEADS = (b"", b"def ", b"class ", b"async def ")
+
+
+class ModuleIndex:
+    """What exists in a tree and what its modules bind. `texts`: rel path -> content already
+    read (others are read on demand); `statements`: module -> the import statements the text
+    pass read (`import_lines`), used for column-0 imports and star imports."""
+
+    def __init__(self, src: str, discovery, texts: dict[str, bytes] | None = None,
+                 statements: dict | None = None) -> None:
+        self.src = src
+        self.py = discovery.by_module
+        self.other = discovery.other_modules
+        self.texts = texts if texts is not None else {}
+        self.statements = statements if statements is not None else {}
+        self._bindings: dict[str, Bindings | None] = {}
+        self._import_bound: dict[str, set[str]] = {}
+        self._children: dict[str, set[str]] | None = None
+        self._blob: tuple[bytes, list[int], list[str]] | None = None
+        self._words: dict[bytes, set[str]] | None = None  # identifier -> modules, once asked often
+        self._searches = 0
+        self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
+        self._binds: dict[tuple[str, str], bool | None] = {}
+        self.defs: dict[str, set[str]] = {}  # module -> `defs_at_column_0` of its `.py`, read already
+        self.runtime = Runtime(self)
+        self._definers: dict[tuple[str, ...], frozenset[str]] = {}
+        self._stubs: dict[str, bytes | None] = {}
+        self._containing: dict[bytes, frozenset[str]] = {}
+        self._texts_by_module: list[tuple[str, bytes]] | None = None  # (`_haystack`)
+        self._source_lists: dict[str, list[bytes] | None] = {}  # module -> `_sources`
+        self._excluded: bool | None = None  # does any module of `other` stand for an excluded one?
+
+    # ---- modules
+
+    def exists(self, module: str) -> bool:
+        if module in self.py or module in self.other:
+            return True
+        return self._excluded_above(module) is not None
+
+    def missing(self, module: str) -> bool:
+        """Certainly missing: no file or directory, and nothing that could make it at run time
+        (`runtime.Runtime.module`: below an extension module, a `sys.modules` write)."""
+        return not self.exists(module) and not self.runtime.module(module)
+
+    def _excluded_above(self, module: str) -> str | None:
+        """The excluded module `module` is under (the config's `exclude`: not walked), or None."""
+        if self._excluded is None:
+            self._excluded = "excluded" in self.other.values()
+        if not self._excluded:  # (asked of every name imported: most trees exclude nothing)
+            return None
+        while "." in module:
+            module = module.rpartition(".")[0]
+            if self.other.get(module) == "excluded":
+                return module
+        return None
+
+    def is_package(self, module: str) -> bool:
+        f = self.py.get(module)
+        return (f is not None and f.is_package) or self.other.get(module) == "directory"
+
+    def text(self, module: str) -> bytes | None:
+        """The `.py` source of `module` (its `__init__.py` for a package), or None."""
+        f = self.py.get(module)
+        if f is None:
+            return None
+        data = self.texts.get(f.rel)
+        if data is None:
+            try:
+                data = read_capped(f.path, MAX_READ_BYTES)
+            except OSError:
+                return None
+            self.texts[f.rel] = data
+        return data
+
+    def parsed(self, module: str) -> ast.Module | None:
+        """`module`'s `.py` source parsed (not kept: asked for a few modules of a tree)."""
+        data = self.text(module)
+        return None if data is None else _parse(data)
+
+    def stub_text(self, module: str) -> bytes | None:
+        """The `.pyi` beside `module` (a stub alone, or beside an extension module or a package)."""
+        if self.other.get(module) not in ("stub", "extension") and not self.is_package(module):
+            return None
+        if module not in self._stubs:  # (asked once per name: two failed opens for most packages)
+            self._stubs[module] = self._read_stub(module)
+        return self._stubs[module]
+
+    def _read_stub(self, module: str) -> bytes | None:
+        base = os.path.join(self.src, *module.split("."))
+        for path in (base + ".pyi", os.path.join(base, "__init__.pyi")):
+            try:  # not walked: read only as the walk would (a regular file, no link, bounded)
+                return read_regular(path, limit=MAX_READ_BYTES)[0]
+            except OSError:
+                continue
+        return None
+
+    def modules(self):
+        return set(self.py) | set(self.other)
+
+    def children(self, name: str) -> set[str]:
+        """The modules whose last name part is `name`."""
+        if self._children is None:
+            self._children = {}
+            for m in self.modules():
+                self._children.setdefault(m.rpartition(".")[2], set()).add(m)
+        return self._children.get(name, set())
+
+    # ---- names
+
+    def bindings(self, module: str, name: str | None = None) -> Bindings | None:
+        """The module-level bindings of `module` (its `.py` and `.pyi` together), from `ast`;
+        None when a source cannot be parsed. With `name`, only the top-level statements whose
+        lines hold that word are parsed (`window.py`): exact for `name`, the star imports and
+        `__getattr__` (a binding of `name` can only be in a statement that spells it); its
+        star imports are then not all there (the text pass lists them)."""
+        if name is not None and module not in self._bindings:
+            data = self.text(module)
+            if data is not None and self.stub_text(module) is None:
+                kept = keep_hot_statements(data, (name.encode(), b"__getattr__"))
+                if kept is not None:
+                    tree = _parse(kept)
+                    if tree is not None:
+                        return module_bindings(tree, kept)
+        if module not in self._bindings:
+            result: Bindings | None = Bindings()
+            for data in (self.text(module), self.stub_text(module)):
+                if data is None:
+                    continue
+                tree = _parse(data)
+                if tree is None:
+                    result = None
+                    break
+                part = module_bindings(tree, data)
+                result.names |= part.names
+                result.defined |= part.defined
+                result.stars += part.stars
+                result.getattr |= part.getattr
+            self._bindings[module] = result
+        return self._bindings[module]
+
+    def _column_0(self, module: str) -> set[str]:
+        """Names `module`'s `.py` binds on a line of their own at column 0 by `def`, `class` or an
+        import: a few byte searches per module, however many names are asked of it (a regular
+        expression over every line costs far more)."""
+        found = self._import_bound.get(module)
+        if found is None:
+            found = {name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
+            defs = self.defs.get(module)
+            if defs is None:
+                text = self.text(module)
+                defs = defs_at_column_0(text) if text is not None else ()
+            found.update(defs)
+            self._import_bound[module] = found
+        return found
+
+    def binds(self, module: str, name: str, internal=lambda m: True, _seen=None) -> bool | None:
+        """Does `from module import name` find `name`? True / False / None (unknown). `internal`:
+        whether a star-imported module is one this index may follow (the same for every call)."""
+        key = (module, name)
+        if _seen is None and key in self._binds:
+            return self._binds[key]
+        verdict = self._binds_now(module, name, internal, _seen)
+        if verdict is False and _seen is None and self.runtime.bound(module, name):
+            verdict = None  # another module binds it when it runs
+        if _seen is None:
+            self._binds[key] = verdict
+        return verdict
+
+    def _sources(self, module: str, kind: str | None) -> list[bytes] | None:
+        """The texts that say what `module` binds (its `.py`, its `.pyi`), or None when nothing
+        can: not walked (excluded), missing, or an extension module without a stub that states
+        its names (an extension wins over a `.py` of the same name)."""
+        if kind == "excluded" or (module not in self.py and kind is None):
+            return None
+        if kind == "extension":
+            stub = self.stub_text(module)
+            return [stub] if stub is not None and _states_names(stub) else None
+        return [s for s in (self.text(module), self.stub_text(module)) if s is not None]
+
+    def _binds_now(self, module: str, name: str, internal, _seen) -> bool | None:
+        """`binds` before the run-time bindings: a submodule or an attribute every module has, then
+        what the module's sources say (`_sources_bind`)."""
+        if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
+            return True
+        kind = self.other.get(module)
+        sources = self._source_lists.get(module, _UNREAD)
+        if sources is _UNREAD:  # (asked once per name imported from the module: read once)
+            sources = self._source_lists[module] = self._sources(module, kind)
+        if not sources:
+            return None if sources is None else False  # a namespace directory binds only its submodules
+        return self._sources_bind(module, name, kind, sources, internal, _seen)
+
+    def _sources_bind(self, module: str, name: str, kind: str | None, sources: list[bytes], internal,
+                      _seen) -> bool | None:
+        """Does `module`, read from `sources`, bind `name`: its text first (a column-0 binding, a
+        name it never spells), then its statements, then its star imports?"""
+        if name in self._column_0(module):
+            return True
+        present = _spelling(sources, name.encode())
+        if any(defined_at_column_0(s, name) for s in present):  # `name = ...` at column 0
+            return True
+        if any(_dynamic(s) for s in sources):
+            return None
+        whole = self._read_whole(module, kind, sources)
+        found = None
+        if present or whole or any(b"__getattr__" in s for s in sources):
+            found = self.bindings(module, None if whole else name)
+            verdict = _statements_bind(found, name)
+            if verdict is not False:
+                return verdict
+        return self._binds_by_star(module, name, found.stars if whole else self._text_stars(module), internal, _seen)
+
+    def _read_whole(self, module: str, kind: str | None, sources: list[bytes]) -> bool:
+        """Must `module` be parsed whole: the text pass did not read all of it, or it has a stub?"""
+        return module in self.unsure or module not in self.py or len(sources) > 1 or kind == "extension"
+
+    def _text_stars(self, module: str) -> list[tuple[int, str | None]]:
+        """The star imports of a module the text pass read whole: (level, module) of each."""
+        return [(s.level, s.module) for s in self.statements.get(module, ()) if s.kind == "from" and "*" in s.names]
+
+    def _binds_by_star(self, module: str, name: str, stars: list, internal, _seen) -> bool | None:
+        """Does one of `module`'s star imports bring `name`? Unknown where one cannot be followed
+        (outside the checked packages, or missing) and none brings it."""
+        if not stars:
+            return False
+        seen = _seen if _seen is not None else set()
+        seen.add(module)
+        unknown = False
+        package = self.is_package(module)
+        for level, target in stars:
+            full = resolve_relative(module, package, level, target)
+            if full is None or not internal(full) or not self.exists(full):
+                unknown = True
+                continue
+            if full in seen or (name.startswith("_") and b"__all__" not in (self.text(full) or b"")):
+                continue  # (a star import brings a private name only when `__all__` lists it)
+            verdict = self.binds(full, name, internal, seen)
+            if verdict:
+                return True
+            unknown |= verdict is None
+        return None if unknown else False
+
+    # ---- where names are defined
+
+    def _word_index(self) -> dict[bytes, set[str]]:
+        words: dict[bytes, set[str]] = {}
+        for m in sorted(self.py):
+            for w in set(_IDENTIFIER.findall(self.text(m) or b"")):
+                words.setdefault(w, set()).add(m)
+        return words
+
+    def _search_blob(self) -> tuple[bytes, list[int], list[str]]:
+        if self._blob is None:
+            modules = sorted(self.py)
+            parts, offsets, at = [], [], 0
+            for m in modules:
+                data = self.text(m) or b""
+                offsets.append(at)
+                parts.append(data)
+                at += len(data) + 1
+            self._blob = (b"\0".join(parts), offsets, modules)
+        return self._blob
+
+    def modules_containing(self, word: str) -> set[str]:
+        """The `.py` modules whose text has `word` as an identifier: one search of the tree for
+        the first few words, then an index of every identifier, built once (a search per word
+        is the tree's size times the words: quadratic in the missing names)."""
+        key = word.encode()
+        if key in self._containing:  # (asked again by `definers` and `runtime.bound`)
+            return set(self._containing[key])
+        found = self._containing[key] = frozenset(self._modules_containing(key))
+        return set(found)
+
+    def _modules_containing(self, key: bytes) -> set[str]:
+        self._searches += 1
+        if self._words is None and self._searches > _SEARCHES_BEFORE_INDEX and _IDENTIFIER.fullmatch(key):
+            self._words = self._word_index()
+        if self._words is not None and _IDENTIFIER.fullmatch(key):
+            return set(self._words.get(key, ()))
+        # Text by text, not in one joined text: a module is done at its first whole-word
+        # occurrence, and a common word's other occurrences are never looked at.
+        if _IDENTIFIER.fullmatch(key) is None:
+            return {m for m, text in self._haystack() if key in text and next(_occurrences(text, key), None) is not None}
+        ends = re.compile(re.escape(key) + rb"(?![A-Za-z0-9_\x80-\xff])")
+        return {m for m, text in self._haystack() if key in text and _has_word(text, ends)}
+
+    def _haystack(self) -> list[tuple[str, bytes]]:
+        """(module, text) of every readable `.py` module, by name: what a search goes through,
+        listed once (each search of the tree is then a loop over texts in memory)."""
+        if self._texts_by_module is None:
+            self._texts_by_module = [(m, text) for m in sorted(self.py) if (text := self.text(m)) is not None]
+        return self._texts_by_module
+
+    def matches(self, pattern):
+        """(module, match) for each match of the bytes `pattern` in the `.py` modules' text (one
+        regular-expression pass over the tree)."""
+        blob, offsets, modules = self._search_blob()
+        for m in pattern.finditer(blob):
+            yield modules[bisect.bisect_right(offsets, m.start()) - 1], m
+
+    def defines(self, module: str, name: str) -> bool:
+        """Does `module` define `name` at module level (not by importing it)? Settled by `ast`
+        (the statements that spell it) only where an indented line could: `def name`,
+        `class name`, `name = ...` inside an `if`/`try` block."""
+        text = self.text(module)
+        if text is None:
+            return False
+        # (The search for the name first: most modules a word is in do not define it, and
+        # `_column_0` reads every column-0 `def` and `class` of the module.)
+        if defined_at_column_0(text, name) and name in self._column_0(module):
+            return True
+        if not _indented_definition(text, name):
+            return False
+        found = self.bindings(module, name)
+        return found is not None and name in found.defined
+
+    def definers(self, names: tuple[str, ...]) -> set[str]:
+        """Modules that define every one of `names` (def, class, assignment; not an import), or
+        whose submodules include it (a package "binds" its submodule)."""
+        key = tuple(sorted(names))
+        if key in self._definers:
+            return set(self._definers[key])
+        result: set[str] | None = None
+        for name in sorted(names, key=len, reverse=True):  # the longest name is the rarest
+            found = {m for m in self.modules_containing(name) if self.defines(m, name)}
+            found |= {m.rpartition(".")[0] for m in self.children(name) if "." in m}
+            result = found if result is None else result & found
+            if not result:
+                break
+        self._definers[key] = frozenset(result or ())
+        return set(self._definers[key])
+
+
+def _spelling(sources: list[bytes], word: bytes) -> list[bytes]:
+    """The sources that spell `word` as a whole word (only these can bind it)."""
+    return [s for s in sources if word in s and next(_occurrences(s, word), None) is not None]
+
+
+def _statements_bind(found: Bindings | None, name: str) -> bool | None:
+    """What a module's parsed statements say of `name`: True (bound), None (unknown: it does not
+    parse -- `parse-error` reports it where it matters -- or it has a `__getattr__`), False (not
+    by these statements)."""
+    if found is None:
+        return None
+    if name in found.names:
+        return True
+    return None if found.getattr else False
+
+
+# --------------------------------------------------------------------------- a tree's definitions, by content
 
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # Column 0 only: a module-level definition (the text index and the blocks agree on this).
 _NAME = (rb"(?:(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"
          rb"|([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=(?!=))")
 # The first line, then every line after a newline: `re` skips to each `\n` at C speed, where a
-# multi-line `^` is tried at every byte (the same matches, a third of the time on a large tree).
+# multi-line `^` is tried at every byte (the same matches, in far less time).
 _FIRST_NAME_RE = re.compile(_NAME)
 _NAME_RE = re.compile(rb"\n" + _NAME)
 # Matched where a statement starts (`pattern.match(text, pos)`: no `^`, which `pos` does not satisfy).
@@ -148,19 +834,24 @@ _SIMILARITY: dict[tuple, float] = {}  # (digest, digest, floor) -> ratio: bodies
 
 def _normalized(block: list[str], has_docstring: bool) -> tuple[str, ...]:
     lines = [s for s in (line.strip() for line in block) if s and not s.startswith(("#", "import ", "from "))]
-    if has_docstring:
-        # The header runs to the first line ending in `:`; a string right after it is the
-        # docstring (prose: it does not make two definitions different code).
-        head = next((k for k, s in enumerate(lines) if s.endswith(":")), None)
-        if head is not None and head + 1 < len(lines):
-            first = lines[head + 1].lstrip("rRuUbB")
-            quote = first[:3] if first[:3] in ('"""', "'''") else None
-            if quote:
-                end = head + 1
-                if not (len(first) >= 6 and first.endswith(quote)):
-                    end = next((k for k in range(head + 2, len(lines)) if lines[k].endswith(quote)), len(lines) - 1)
-                lines = lines[:head + 1] + lines[end + 1:]
-    return tuple(lines)
+    return tuple(_without_docstring(lines) if has_docstring else lines)
+
+
+def _without_docstring(lines: list[str]) -> list[str]:
+    """`lines` (stripped) without the docstring: the header runs to the first line ending in `:`,
+    and a string right after it is the docstring (prose: it does not make two definitions
+    different code)."""
+    head = next((k for k, s in enumerate(lines) if s.endswith(":")), None)
+    if head is None or head + 1 >= len(lines):
+        return lines
+    first = lines[head + 1].lstrip("rRuUbB")
+    quote = first[:3] if first[:3] in ('"""', "'''") else None
+    if not quote:
+        return lines
+    end = head + 1
+    if not (len(first) >= 6 and first.endswith(quote)):
+        end = next((k for k in range(head + 2, len(lines)) if lines[k].endswith(quote)), len(lines) - 1)
+    return lines[:head + 1] + lines[end + 1:]
 
 
 def parameters(d: Definition) -> tuple[tuple[str, ...], frozenset[str]] | None:
@@ -275,7 +966,7 @@ def _lines_text(text: str) -> str:
     return "\n".join(text.splitlines())
 
 
-# --------------------------------------------------------------------------- one module
+# --------------------------------------------------------------------------- what one module binds (TreeIndex)
 
 
 def module_level(body: list) -> list:
@@ -302,65 +993,60 @@ def read_names(tree: ast.Module | None, module: str, is_package: bool) -> Module
         out.parsed = False
         return out
     for stmt in module_level(tree.body):
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out.defined.add(stmt.name)
-            if stmt.name == "__getattr__":
-                out.dynamic = True
-        elif isinstance(stmt, ast.ClassDef):
-            out.defined.add(stmt.name)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and stmt.value is not None:
-                    out.defined.add(target.id)
-                else:
-                    out.other.update(_names_in_target(target))
-        elif isinstance(stmt, ast.ImportFrom):
-            base = resolve_relative(module, is_package, stmt.level or 0, stmt.module)
-            if base is None:
-                continue
-            for a in stmt.names:
-                if a.name == "*":
-                    out.stars.append(base)
-                else:
-                    out.imported.setdefault(a.asname or a.name, (base, a.name))
-        elif isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                if a.asname:
-                    out.modules.setdefault(a.asname, a.name)
-                else:
-                    out.other.add(a.name.split(".", 1)[0])
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            out.other.update(_names_in_target(stmt.target))
-        elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
-            out.other.update(stmt.names)
-        if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                if item.optional_vars is not None:
-                    out.other.update(_names_in_target(item.optional_vars))
+        if not (_read_definition(out, stmt) or _read_import(out, stmt, module, is_package)):
+            _read_other(out, stmt)
     return out
 
 
-def read_text(path: str) -> str | None:
-    """The text of a module to parse, or None (unreadable, undecodable, or over the parse cap: a
-    tree named by `--before`/`--after`/`--verify-against` is bounded as the checked one is)."""
-    try:
-        return decode_source(read_capped(path, MAX_PARSE_BYTES))
-    except (OSError, SyntaxError, ValueError, LookupError):
-        return None
+def _read_definition(out: ModuleNames, stmt: ast.stmt) -> bool:
+    """A `def`, `class` or assignment: what it binds, into `out`; False for any other statement."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        out.defined.add(stmt.name)
+        out.dynamic |= stmt.name == "__getattr__"
+    elif isinstance(stmt, ast.ClassDef):
+        out.defined.add(stmt.name)
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and stmt.value is not None:
+                out.defined.add(target.id)
+            else:
+                out.other.update(_names_in_target(target))
+    else:
+        return False
+    return True
 
 
-def parse_text(text: str | None) -> ast.Module | None:
-    if text is None:
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        from contracts.engine.scan import older_syntax_ast
+def _read_import(out: ModuleNames, stmt: ast.stmt, module: str, is_package: bool) -> bool:
+    """An import: what it binds, into `out`; False for any other statement."""
+    if isinstance(stmt, ast.ImportFrom):
+        base = resolve_relative(module, is_package, stmt.level or 0, stmt.module)
+        for a in stmt.names if base is not None else ():
+            if a.name == "*":
+                out.stars.append(base)
+            else:
+                out.imported.setdefault(a.asname or a.name, (base, a.name))
+    elif isinstance(stmt, ast.Import):
+        for a in stmt.names:
+            if a.asname:
+                out.modules.setdefault(a.asname, a.name)
+            else:
+                out.other.add(a.name.split(".", 1)[0])
+    else:
+        return False
+    return True
 
-        return older_syntax_ast(text, e)  # (a newer Python's syntax: the same names on every interpreter)
+
+def _read_other(out: ModuleNames, stmt: ast.stmt) -> None:
+    """The names a `for`, `with`, `global` or `nonlocal` statement binds, into `out`."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        out.other.update(_names_in_target(stmt.target))
+    elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
+        out.other.update(stmt.names)
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                out.other.update(_names_in_target(item.optional_vars))
 
 
 def _column0_names(data: bytes) -> set[str]:
@@ -372,7 +1058,7 @@ def _column0_names(data: bytes) -> set[str]:
     return {w.decode("ascii") for w in found}
 
 
-# --------------------------------------------------------------------------- a tree
+# --------------------------------------------------------------------------- a tree named by derive-map or upgrade
 
 
 class TreeIndex:

@@ -14,7 +14,7 @@ the statements alone would call missing (so a clean tree never pays for them):
   below it exist; a missing module whose nearest existing ancestor is an extension module (it
   registers its submodules when it is imported) or a module that writes into `sys.modules` under
   a key it computes or installs an import hook (`six.moves`) is unknown. A module replacing
-  itself (`sys.modules[__name__] = m`) makes its own names unknown (`bindings.py`), not its
+  itself (`sys.modules[__name__] = m`) makes its own names unknown (`index.py`), not its
   submodules: they are still files.
 """
 

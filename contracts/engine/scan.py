@@ -64,7 +64,7 @@ def scan_source(data: bytes, module: str, is_package: bool, words: tuple[bytes, 
 
 
 def older_syntax_ast(text: str | bytes, exc: BaseException) -> ast.Module | None:
-    """For what a module binds (`bindings.py`, `index.py`): the module `ast` rejected with `exc`,
+    """For what a module binds (`index.py`): the module `ast` rejected with `exc`,
     as this Python's `ast` of the same names (`cst_scan.older_ast`) where it is a newer Python's
     syntax, so every interpreter sees the same names; None where no parser reads it."""
     if not other_syntax_may_read(exc):

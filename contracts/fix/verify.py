@@ -3,7 +3,7 @@
 TREE is a directory that contains the top-level packages, a wheel, or `name==version` (see
 `contracts.engine.trees`). Each rewrite is checked before it is made: `import new.mod` needs the
 module (a `.py` file, a package or namespace directory, a `.pyi` stub, an extension module);
-`from new.mod import a, b` needs the module and each name bound in it (`contracts.engine.bindings`:
+`from new.mod import a, b` needs the module and each name bound in it (`contracts.engine.index`:
 defined, imported, re-exported through a star import, or a submodule); a string target
 `new.mod:attr` or `new.mod.attr` needs the module and the attribute. A name the index cannot
 settle either way (an extension module, a module-level `__getattr__`, `globals()` writes) passes:
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from contracts.engine.bindings import ModuleIndex
+from contracts.engine.index import ModuleIndex
 from contracts.engine.discover import discover
 from contracts.engine.trees import is_requirement, open_tree, top_level_names
 from contracts.errors import UsageError

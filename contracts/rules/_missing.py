@@ -3,7 +3,7 @@ modules hold the rules' documentation and ids, and load this in `check`), one pa
 tree for both, and the "moved?" hints.
 
 1. Every file's import statements and string targets are read off its text
-   (`engine/import_lines.py`), and each is checked against the tree (`engine/bindings.py`): does
+   (`engine/import_lines.py`), and each is checked against the tree (`engine/index.py`): does
    the module exist, does it bind the name. This is cheap and conservative.
 2. Only files where something may be missing (or whose text the first pass could not read with
    certainty) are parsed with `ast` (`engine/scan.py`), and their references are checked again:
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
 from contracts.engine import workers
-from contracts.engine.bindings import ModuleIndex
+from contracts.engine.index import ModuleIndex
 from contracts.engine.files import read_capped
 from contracts.engine.import_lines import WHOLE_FILE, StatementReader
 from contracts.engine.index import plain_value, text_definitions

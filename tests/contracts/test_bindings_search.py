@@ -1,4 +1,4 @@
-"""The per-name searches of `bindings.py` answer as the one-pass scan of every line does.
+"""The per-name searches of `index.py` answer as the one-pass scan of every line does.
 
 `defined_at_column_0` and `_indented_definition` search a text for the name asked (most texts
 are asked about one or two names) and switch to `_definitions`, one pass over every line, once
@@ -9,12 +9,14 @@ must give the answers of the plain versions, on any text.
 from __future__ import annotations
 
 import bisect
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.engine import bindings
-from contracts.engine.bindings import ModuleIndex, _definitions, _occurrences
+from contracts.engine.index import (ModuleIndex, _definitions, _indented_definition, _occurrences, defined_at_column_0,
+                                    defs_at_column_0)
+from contracts.engine.runtime import text_facts
 
 NAMES = ("x", "xy", "def", "class_", "async")
 # Pieces a definition line is made of, and the bytes that make a near miss of one.
@@ -36,16 +38,16 @@ def test_the_search_for_a_name_answers_as_the_scan_of_every_line(pieces):
     column_0, anywhere = _definitions(_fresh(text))
     for name in NAMES:
         searched = _fresh(text)  # asked once: the search, not the scan
-        assert bindings.defined_at_column_0(searched, name) == (name.encode() in column_0), (text, name)
+        assert defined_at_column_0(searched, name) == (name.encode() in column_0), (text, name)
         searched = _fresh(text)
-        assert bindings._indented_definition(searched, name) == (name.encode() in anywhere), (text, name)
+        assert _indented_definition(searched, name) == (name.encode() in anywhere), (text, name)
 
 
 def test_a_text_asked_about_many_names_is_scanned_once_and_answers_the_same():
     text = b"".join(b"name_%d = %d\n" % (i, i) for i in range(50)) + b"    inner = 1\nnot_a_def\n"
     names = [f"name_{i}" for i in range(50)] + ["inner", "not_a_def", "absent"]
     expected = [(n == "inner" or n.startswith("name_"), n.startswith("name_")) for n in names]
-    answers = [(bindings._indented_definition(text, n), bindings.defined_at_column_0(text, n)) for n in names]
+    answers = [(_indented_definition(text, n), defined_at_column_0(text, n)) for n in names]
     assert answers == expected
 
 
@@ -97,8 +99,6 @@ SYS_MODULES_TEXTS = [
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from(SYS_MODULES_TEXTS), min_size=1, max_size=5))
 def test_the_facts_read_with_each_file_are_those_of_a_search_of_the_tree(chosen):
-    from contracts.engine.runtime import text_facts
-
     texts = {f"pkg.m{i}": t for i, t in enumerate(chosen)}
     files = {m: _File(f"{m}.py") for m in texts}
 
@@ -126,3 +126,17 @@ def test_a_writers_attribute_targets_are_the_names_a_search_per_name_finds(piece
     for name in (b"x", b"xy", b"int", b"_"):
         per_name = b"setattr(" in text or re.search(rb"\.\s*" + re.escape(name) + rb"\s*(?::[^=\n]*)?=(?!=)", text)
         assert (targets is None or name in targets) == bool(per_name), (text, name)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECES, max_size=40))
+def test_the_column_0_definitions_are_those_a_line_by_line_reading_finds(pieces):
+    text = b"".join(pieces)
+    expected = set()
+    for line in text.split(b"\n"):
+        for head in (b"def ", b"class ", b"async def "):
+            if line.startswith(head):
+                word = re.match(rb"[A-Za-z0-9_\x80-\xff]*", line[len(head):]).group()
+                if word:
+                    expected.add(word.decode("utf-8", "replace"))
+    assert defs_at_column_0(text) == expected, text

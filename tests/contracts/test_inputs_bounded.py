@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from contracts.cli import main
-from contracts.engine import bindings, index
+from contracts.engine import index
 from contracts.engine.scan import MAX_PARSE_BYTES, MAX_SLOW_DECODE_BYTES
 from tests.contracts.conftest import BASE_CONFIG, CLEAN_TREE, cwd, run_cli, write_tree
 
@@ -90,8 +90,8 @@ def test_a_module_of_another_tree_over_the_parse_cap_is_not_parsed(tmp_path):
     (tmp_path / "zero.py").symlink_to("/dev/zero")
     assert index.read_text(str(tmp_path / "zero.py")) is None
     # --verify-against's index (the names a module binds): over the cap, unknown, not parsed
-    assert bindings._parse(b"x = 1\n" * (MAX_PARSE_BYTES // 6 + 1)) is None
-    assert bindings._parse(b"x = 1\n") is not None
+    assert index._parse(b"x = 1\n" * (MAX_PARSE_BYTES // 6 + 1)) is None
+    assert index._parse(b"x = 1\n") is not None
 
 
 # --------------------------------------------------------------------------- no quadratic pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.engine.index import TreeIndex
 from tests.contracts.conftest import run_cli, run_json, write_tree
 from tests.contracts.test_missing_imports import CONFIG
 
@@ -269,8 +270,6 @@ def test_a_vendored_module_is_not_sent_to_another_package(tmp_path):
 
 
 def test_derive_maps_index_agrees_on_extensions_and_implicit_attributes(tmp_path):
-    from contracts.engine.index import TreeIndex
-
     write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/_native.abi3.so": "", "pkg/plain.py": "x = 1\n"}, None)
     index = TreeIndex(str(tmp_path), ("pkg",))
     assert index.has_module("pkg._native") and not index.has_module("pkg.gone")
