@@ -348,8 +348,8 @@ def _statements_of(reader, data: bytes) -> tuple:
     `class`es); plain values, for a worker to send. (Read here, on every core, rather than
     after the read.)"""
     # (start-up: ~14 ms for `index` and `runtime`, only for a plan with `statement_roots`)
-    from contracts.engine.index import defs_at_column_0
     from contracts.engine.import_lines import WHOLE_FILE
+    from contracts.engine.index import defs_at_column_0
     from contracts.engine.runtime import text_facts
 
     found, doubt = reader.read(data)

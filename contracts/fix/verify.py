@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import os
 
-from contracts.engine.index import ModuleIndex
 from contracts.engine.discover import discover
+from contracts.engine.index import ModuleIndex
 from contracts.engine.trees import is_requirement, open_tree, top_level_names
 from contracts.errors import UsageError
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from contracts.config import Config, MissingSpec
 from contracts.engine import workers
-from contracts.engine.index import ModuleIndex
 from contracts.engine.files import read_capped
 from contracts.engine.import_lines import WHOLE_FILE, StatementReader
-from contracts.engine.index import plain_value, text_definitions
+from contracts.engine.index import ModuleIndex, plain_value, text_definitions
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
 from contracts.engine.runtime import text_facts

@@ -14,8 +14,14 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.engine.index import (ModuleIndex, _definitions, _indented_definition, _occurrences, defined_at_column_0,
-                                    defs_at_column_0)
+from contracts.engine.index import (
+    ModuleIndex,
+    _definitions,
+    _indented_definition,
+    _occurrences,
+    defined_at_column_0,
+    defs_at_column_0,
+)
 from contracts.engine.runtime import text_facts
 
 NAMES = ("x", "xy", "def", "class_", "async")
