@@ -17,7 +17,7 @@ it is defined, as `@dataclass` would with the same options:
 
 `dataclasses.fields`, `asdict`, `astuple`, `replace` and `is_dataclass` work on a record:
 `__dataclass_fields__` is made the first time something asks for it, from a real dataclass of
-the same fields and `__init__` defaults. `tests/contracts/test_records.py` compares every record
+the same fields and `__init__` defaults. `tests/contracts/engine/test_records.py` compares every record
 class with that dataclass. (The classes of the other paths -- `--fix`, `derive-map`, the
 `missing_imports` index -- are plain dataclasses: they are defined only when used.)
 """

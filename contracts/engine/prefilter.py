@@ -17,7 +17,7 @@ makes its line hot; `ast` then reads only the top-level statements around the ho
 confirms (the rules keep only what really lies under a prefix). Anything this pass cannot tell
 apart cheaply -- an escape or a line continuation inside the name, a name split across string
 pieces, a non-ASCII identifier -- is hot, so the pass never hides a reference the full `ast`
-pass would find (`tests/contracts/test_prefilter.py` checks that on generated files), as long
+pass would find (`tests/contracts/engine/test_prefilter.py` checks that on generated files), as long
 as the root package's name itself is written whole. A target that splits or escapes the root
 (`"sg" "lang.x"`, `"sg\\x6cang.x"`) is not found (`docs/guarantees.md` says so): finding it
 means looking at every string of every file, several times the cost of finding every mention

@@ -24,7 +24,7 @@ type-only or guarded is still there; a block whose first statement goes gets `pa
 place, so every block keeps a body and no string becomes a docstring. A shape this does not
 take apart (brackets open at a cut, a header with its body on one line, `match`) is kept
 whole, and a nested window that does not parse gives way to the top-level one.
-`tests/contracts/test_window.py` checks on generated files that the windows and the whole-file
+`tests/contracts/engine/test_window.py` checks on generated files that the windows and the whole-file
 parse find the same references.
 """
 

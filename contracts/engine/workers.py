@@ -7,7 +7,7 @@ whoever is free takes the next, so a part heavy with `ast` work does not keep th
 idle. Each child scans its chunks (then grimp's scans of its part, on grimp's own threads) and
 sends back its records, pickled, over a pipe. What comes back is
 plain data, merged in walk order, so the findings are those of the serial run
-(`tests/contracts/test_parallel.py` compares them).
+(`tests/contracts/engine/test_parallel.py` compares them).
 
 A fork is taken only when it is safe and pays: the platform has `os.fork`, this process has no
 other thread and has not loaded grimp's native module (its thread pool does not survive a fork:

@@ -12,7 +12,7 @@ from contracts.engine import closure, workers
 from contracts.engine import model as model_mod
 from contracts.engine.model import build_model
 
-from .test_parallel import _generated, _summary
+from tests.contracts.engine.test_parallel import _generated, _summary
 
 # Chains the closure must follow from the kernels, written every way the prediction reads (or
 # misreads) them, and modules it may predict that nothing reaches.
@@ -150,7 +150,7 @@ def test_a_closure_the_parts_predicted_in_part_is_finished_after_the_merge(chain
 
 
 def test_a_forked_build_predicts_the_closure_as_one_process_does(chain_tree):
-    from .test_parallel import _cli
+    from tests.contracts.engine.test_parallel import _cli
 
     one = _cli(chain_tree, "--jobs", "1", "--format", "json")
     two = _cli(chain_tree, "--jobs", "2", "--format", "json", "-v")

@@ -217,7 +217,7 @@ def test_a_wheel_member_that_climbs_out_is_not_unpacked(tmp_path, capsys):
 
 
 def test_json_for_one_tree_of_shims_says_how_each_module_was_mapped(tmp_path, capsys):
-    from tests.contracts.test_derive_map import SHIM_TREE
+    from tests.contracts.derive_map.test_derive_map import SHIM_TREE
 
     root = write_tree(tmp_path, SHIM_TREE, config=None)
     code = main(["derive-map", "--src", str(root), "--removed", "pkg.jit_kernel", "--format", "json"])

@@ -17,7 +17,7 @@ from contracts.engine.prefilter import RemovedPrefilter, statement_start_after
 from contracts.engine.reading import _prefixes, narrow_cut
 from contracts.prefixes import PrefixIndex
 
-from .conftest import run_cli, run_json
+from tests.contracts.conftest import run_cli, run_json
 
 
 def _cut(text: str, at: str) -> int:

@@ -2,7 +2,7 @@
 CR, CRLF, LF mixed line by line, form feeds, a BOM (issue 13, finding 5). A fast example-based
 test runs by default; the 5,000-example hypothesis fuzz is marked slow:
 
-    python -m pytest -m slow -k fuzz_fix_bytes -p no:cacheprovider tests/contracts/test_fix_bytes_fuzz.py
+    python -m pytest -m slow -k fuzz_fix_bytes -p no:cacheprovider tests/contracts/fix/test_fix_bytes_fuzz.py
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 
 from contracts.engine.index import TreeIndex
 from tests.contracts.conftest import run_cli, run_json, write_tree
-from tests.contracts.test_missing_imports import CONFIG
+from tests.contracts.rules.test_missing_imports import CONFIG
 
 GUARDED = CONFIG + "include_guarded = true\n"
 DUNDERS = ["__doc__", "__file__", "__name__", "__package__", "__spec__", "__loader__", "__builtins__",

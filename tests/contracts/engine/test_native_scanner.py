@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from contracts.engine.discover import discover
 from contracts.engine.graph import EdgeScanner
 
-from .conftest import REPO
+from tests.contracts.conftest import REPO
 
 _FILES = {
     "pkg/__init__.py": "",
@@ -84,7 +84,7 @@ def test_grimp_loaded_for_the_scanner_is_whole_for_whoever_imports_it_next(tmp_p
 
 
 def test_without_a_usable_grimp_a_two_process_run_reads_with_ast_and_finds_the_same(tree):
-    from .test_parallel import _generated
+    from tests.contracts.engine.test_parallel import _generated
 
     root = tree(_generated(tree))
     code = (
@@ -190,7 +190,7 @@ def test_a_higher_layers_files_keep_their_edges_into_the_kernel_package_with_the
     from contracts.check import plan_for
     from contracts.engine import records
 
-    from .conftest import BASE_CONFIG
+    from tests.contracts.conftest import BASE_CONFIG
 
     config = BASE_CONFIG.replace("    pkg.srt\n    pkg.kernels\n", "    pkg.srt\n    pkg.mid\n    pkg.kernels\n") \
         if three_layers else BASE_CONFIG
@@ -216,7 +216,7 @@ def test_no_file_is_narrowed_where_a_contract_ignores_imports_or_no_layer_stops_
     from contracts import config as config_mod
     from contracts.check import plan_for
 
-    from .conftest import BASE_CONFIG
+    from tests.contracts.conftest import BASE_CONFIG
 
     ignoring = BASE_CONFIG.replace("    pkg.jit_kernel\nreplacements", "    pkg.jit_kernel\nignore_imports =\n    pkg.srt.a -> pkg.srt.b\nreplacements")
     assert "ignore_imports" in ignoring

@@ -17,7 +17,7 @@ from contracts.engine import model as model_mod
 from contracts.engine import reading as reading_mod
 from contracts.engine import workers
 
-from .conftest import REPO, run_cli
+from tests.contracts.conftest import REPO, run_cli
 
 
 class _Serial(reading_mod._Background):

@@ -334,7 +334,7 @@ def test_removed_module_findings_match_an_ast_oracle_long(fuzz_tree, case):
 
 # --------------------------------------------------------------------------- --fix on the same files
 
-HAS_FIX = (Path(__file__).resolve().parents[2] / "contracts/fix").is_dir()
+HAS_FIX = (Path(__file__).resolve().parents[3] / "contracts/fix").is_dir()
 
 
 def check_fix(fuzz_tree: FuzzTree, case) -> None:
