@@ -11,7 +11,6 @@ from contracts.check import run
 from contracts.engine import closure, workers
 from contracts.engine import model as model_mod
 from contracts.engine.model import build_model
-
 from tests.contracts.engine.test_parallel import _generated, _summary
 
 # Chains the closure must follow from the kernels, written every way the prediction reads (or

@@ -16,7 +16,6 @@ from contracts.engine.graph import EdgeScanner
 from contracts.engine.prefilter import RemovedPrefilter, statement_start_after
 from contracts.engine.reading import _prefixes, narrow_cut
 from contracts.prefixes import PrefixIndex
-
 from tests.contracts.conftest import run_cli, run_json
 
 

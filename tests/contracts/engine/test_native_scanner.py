@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from contracts.engine.discover import discover
 from contracts.engine.graph import EdgeScanner
-
 from tests.contracts.conftest import REPO
 
 _FILES = {
@@ -189,7 +188,6 @@ def test_a_higher_layers_files_keep_their_edges_into_the_kernel_package_with_the
     from contracts import config as config_mod
     from contracts.check import plan_for
     from contracts.engine import records
-
     from tests.contracts.conftest import BASE_CONFIG
 
     config = BASE_CONFIG.replace("    pkg.srt\n    pkg.kernels\n", "    pkg.srt\n    pkg.mid\n    pkg.kernels\n") \
@@ -215,7 +213,6 @@ def test_a_higher_layers_files_keep_their_edges_into_the_kernel_package_with_the
 def test_no_file_is_narrowed_where_a_contract_ignores_imports_or_no_layer_stops_the_closure(tree):
     from contracts import config as config_mod
     from contracts.check import plan_for
-
     from tests.contracts.conftest import BASE_CONFIG
 
     ignoring = BASE_CONFIG.replace("    pkg.jit_kernel\nreplacements", "    pkg.jit_kernel\nignore_imports =\n    pkg.srt.a -> pkg.srt.b\nreplacements")

@@ -16,7 +16,6 @@ from contracts.check import run
 from contracts.engine import model as model_mod
 from contracts.engine import reading as reading_mod
 from contracts.engine import workers
-
 from tests.contracts.conftest import REPO, run_cli
 
 

@@ -28,8 +28,8 @@ import zipfile
 import pytest
 
 from tests.contracts.conftest import REPO, run_cli
-from tests.contracts.test_downstream_example import _wheel
 from tests.contracts.engine.test_fuzz import _resolve  # relative imports, by hand
+from tests.contracts.test_downstream_example import _wheel
 
 pytestmark = pytest.mark.slow
 
