@@ -1,12 +1,10 @@
 """Records: classes that behave as `@dataclass` makes them, without making them at import.
 
-`dataclasses` writes each class's methods as source text and compiles it when the class is
-defined: 0.3-1 ms a class. The 15 classes a warm run defines (the configuration, the findings,
-the report) cost it 9 ms that way, and importing `dataclasses` (with `inspect`, `ast`, `dis`)
-7 ms more: 16 of the 79 ms a warm run of upstream 0.5.16 takes. So the classes every run
-defines derive from `Record`: a class lists its fields as annotations, in order, and writes its
-`__init__` (plain assignments: as fast as the generated one); `Record` gives it the rest when
-it is defined, as `@dataclass` would with the same options:
+Every run, the warm one included, defines these classes (the configuration, the findings, the
+report), and `dataclasses` compiles each class's methods from source when it is defined: `Record`
+gives a class the same methods without that, which is a sixth of a warm run (figures:
+docs/benchmarks.md, "Kept tricks"). A class lists its fields as annotations, in order, and
+writes its `__init__`; `Record` gives it the rest, as `@dataclass` would with the same options:
 
 - `repr` over the fields (`hidden`: the ones `field(repr=False)` would leave out), equality
   over all of them (`NotImplemented` for another class), and `__match_args__`;
