@@ -11,8 +11,8 @@ asked for `pkg.kernels`, tells such an import from `triton_kernels`, `self.kerne
 0.5.23, 516 of the 778 files outside the package that hold the word: 16.4 of 22.4 MB): those
 files get their edges from grimp's scanner, in one call once the part's files are read (`_BATCH`);
 those of a higher layer (375 of them on 0.5.23, in `sglang/srt`), in another call, for their
-edges into the package alone (`ScanPlan.narrow`), each from its text up to the first top-level
-statement after its last line that may name the package (`narrow_cut`: 5.4 of their 12.7 MB).
+edges into the package alone (`ScanPlan.narrow`), each file read whole, so a syntax error anywhere
+in it is reported.
 
 `scan_part` does this for the chunks of files it is given (`workers.py` hands them out) and
 returns plain records (`records.py`), which the build (`model.py`) merges in walk order.
@@ -30,6 +30,7 @@ from contracts.engine.graph import (
     MAX_STATEMENT_LINES,
     EdgeScanner,
     is_plain_import,
+    native_adapter,
     names_from_text,
     statement_names,
 )
@@ -90,8 +91,8 @@ class PartContext(Record, frozen=True):
 
 def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     """(prefilter, graph prefilter, statement reader) for the parts of a build, made before any
-    fork with the modules a part needs imported (`forking`: grimp's value objects too, not its native
-    module), so that a forked child inherits them instead of making its own."""
+    fork with the modules a part needs imported (`forking`: grimp's adapter too), so that a forked
+    child inherits them instead of making its own."""
     # (`window`, which only a file naming a removed module needs, is imported where one is read:
     # 2.7 ms of its patterns compiled before the fork in every run otherwise.)
     from contracts.engine import scan  # noqa: F401 - imported here, before the fork
@@ -102,12 +103,7 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
 
         reader = StatementReader(plan.statement_roots)
     if forking:
-        from contracts.engine.graph import load_grimp
-
-        try:
-            load_grimp()
-        except Exception:  # noqa: BLE001 - no usable grimp: each scan says so, and `ast` reads the files
-            pass
+        native_adapter()  # (None: no usable grimp; each scan then reads its files with `ast`)
     return prefilter_for(plan), graph_prefilter_for(plan), reader
 
 
@@ -177,14 +173,12 @@ def scan_part(context: PartContext, chunks, lead: int = 0) -> Part:
         for kind, files in waiting.items():
             if len(files) >= min(at_least, _BATCH) or held[kind] >= _BATCH_BYTES:
                 background.submit(files, decoded, syntax_only=kind == _SYNTAX,
-                                  into=plan.named_index if kind == _EDGES_INTO else None,
-                                  memory=_prefixes(files, cuts, texts) if kind == _EDGES_INTO else None)
+                                  into=plan.named_index if kind == _EDGES_INTO else None)
                 waiting[kind], held[kind] = [], 0
 
     def edges_kind(f: SourceFile, flags: int) -> int:
         return _EDGES_INTO if plan.narrow_file(f.module, flags) else _ALL_EDGES
     texts: dict[str, bytes] = {}
-    cuts: dict[str, int] = {}  # where the files that keep only their edges into the package are cut
     by_rel: dict[str, SourceFile] = {}
     kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
     hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
@@ -251,7 +245,7 @@ def scan_part(context: PartContext, chunks, lead: int = 0) -> Part:
                     if entry[FLAGS] & GRAPH and entry[EDGES] is None and entry[ERROR] is None:
                         wait_for_scan(f, edges_kind(f, entry[FLAGS]))  # an earlier run stopped before its edges
                     continue
-                flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter, cuts)
+                flags, lines = classify(f, data, plan, searchable, prefilter, graph_prefilter)
                 if flags & AST:
                     pending[f.rel] = data
                     hot[f.rel] = lines
@@ -307,20 +301,6 @@ def _settler(records, kept, done, by_rel, hot, plan: ScanPlan, texts):
     return settle
 
 
-def _prefixes(files: list[SourceFile], cuts: dict[str, int], texts: dict[str, bytes]) -> dict[str, str] | None:
-    """module -> the text before its cut (`narrow_cut`), decoded as grimp reads it, for the files
-    of `files` that have one (one that is not UTF-8 is scanned whole)."""
-    out = {}
-    for f in files:
-        cut = cuts.get(f.rel)
-        data = texts.get(f.rel)
-        if cut is not None and data is not None:
-            try:
-                out[f.module] = data[:cut].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-    return out or None
-
 
 def _statements_of(reader, data: bytes) -> tuple:
     """What `missing_imports` reads off every file's text: (statements, unsure lines, whole file
@@ -369,12 +349,11 @@ def graph_prefilter_for(plan: ScanPlan):
 
 
 def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
-             graph_prefilter=None, cuts: dict | None = None) -> tuple[int, list[int] | None]:
+             graph_prefilter=None) -> tuple[int, list[int] | None]:
     """(AST | GRAPH | DECODED, hot lines): what to do with a file of this content. The hot lines
     are those the prefilter found (None: the file's `ast_words` decide, as Python reads it).
     `graph_prefilter` (`graph_prefilter_for`): a file with a graph word is a graph file only if it
-    may name the package. `cuts`: for a file that keeps only its edges into that package
-    (`ScanPlan.narrow_file`), where its text is cut (`narrow_cut`), by relative path."""
+    may name the package."""
     from contracts.engine.scan import declared_encoding
 
     if not (plan.ast_words or plan.graph_words or plan.ast_prefixes or plan.graph_prefixes or plan.removed):
@@ -422,12 +401,7 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
             decoded = declared_encoding(data) is not None or (hay_graph and not raw_graph) or (
                 bool(lines) and lines != prefilter.hot_lines(data, module, f.is_package))
             graph_hit = graph_hit or hay_graph
-        flags = (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0)
-        if cuts is not None and graph_hit and hay is data and plan.narrow_file(module, flags):
-            cut = narrow_cut(data, f, graph_prefilter, found, joint[1] if joint is not None else None)
-            if cut is not None:
-                cuts[f.rel] = cut
-        return flags, lines
+        return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), lines
     raw_ast = any(w in data for w in plan.ast_words)
     ast_hit = raw_ast or under_ast
     decoded = False
@@ -439,28 +413,6 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
         ast_hit, graph_hit = ast_hit or hay_ast, graph_hit or hay_graph
     return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), None
 
-
-def narrow_cut(data: bytes, f: SourceFile, graph_prefilter, found=None, hits: list[int] | None = None) -> int | None:
-    """Where the text of a file that keeps only its edges into the kernel package
-    (`ScanPlan.narrow_file`) may be cut for grimp's scan: at the first top-level statement after
-    the last line that may name the package (`prefilter.statement_start_after`), or None (the
-    whole file: nothing to leave out, a `\\r` in it, no prefilter). `hits`: the package's
-    prefilter's hits in `data`, where they are known (`prefilter.joint_hits`).
-
-    Every import of the package lies before the cut, so the edges into it are those of the
-    whole file; a syntax error after it cannot hide one, and is not looked for. A cut inside a
-    string, brackets or a statement leaves a text that does not parse: the file is then scanned
-    whole (`EdgeScanner.scan_into`). On 0.5.23 the 375 such files of `sglang/srt` are 12.7 MB;
-    grimp reads 5.4 MB of them (the texts before the cuts, and the files left whole)."""
-    if graph_prefilter is None or b"\r" in data:
-        return None
-    from contracts.engine.prefilter import statement_start_after
-
-    last = graph_prefilter.last_hot(data, f.module, f.is_package, found) if hits is None else max(hits, default=None)
-    if last is None:
-        return None
-    cut = statement_start_after(data, last)
-    return cut if cut < len(data) else None
 
 
 def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str] | None) -> list[str]:
@@ -530,9 +482,8 @@ class _Background:
         self.asked = 0  # scans submitted and not yet taken from `done`
 
     def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False, into=None,
-               tag=None, memory: dict[str, str] | None = None) -> None:
-        """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for, and
-        `memory` (module -> text) gives the text to scan of some files (`narrow_cut`). `tag`:
+               tag=None) -> None:
+        """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for. `tag`:
         given back with the answer."""
         if not files:
             return
@@ -548,14 +499,14 @@ class _Background:
             self.thread = threading.Thread(target=self._work, name="namespace-lint-scan", daemon=True)
             self.thread.start()
         self.asked += 1
-        self.todo.put((list(files), frozenset(decoded), syntax_only, into, tag, memory))
+        self.todo.put((list(files), frozenset(decoded), syntax_only, into, tag))
 
     def _work(self) -> None:
         while (job := self.todo.get()) is not None:
-            files, decoded, syntax_only, into, tag, memory = job
+            files, decoded, syntax_only, into, tag = job
             try:
                 answer = (True, files, self.scanner.scan(files, decoded, syntax_only) if into is None
-                          else self.scanner.scan_into(files, into, decoded, memory), tag)
+                          else self.scanner.scan_into(files, into, decoded), tag)
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
                 answer = (False, files, e, tag)
             with self.back:
