@@ -53,7 +53,6 @@ from contracts.engine.records import (  # noqa: F401 - known here before the spl
     NAMES,
     READ_AT,
     REFS,
-    SCAN_VERSION,
     SEMANTIC,
     SIZE,
     ScanPlan,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from contracts._record import Record
+from contracts.engine.cache import versions
 from contracts.prefixes import PrefixIndex
 
 # A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
@@ -22,7 +23,6 @@ MAX_READ_BYTES = 64 * 2**20
 # `parse-error` (it was never looked at).
 UNREADABLE = "cannot read"
 
-SCAN_VERSION = "10"  # 10: those files scanned up to the statement after the last line that may name the package (`reading.narrow_cut`); 9: a higher layer's files naming the kernel package keep only their edges into it (`ScanPlan.narrow`); 8: graph files by the prefilter, names of backslash-continued from-imports; 7: references carry `guarded`; 6: hot lines from the prefilter; 5: the DECODED flag; 4: flags, ctime, read time
 
 # A record, one per file (a list of plain values): the fields by index.
 MTIME, SIZE, CTIME, DIGEST, FLAGS, REFS, ERROR, EDGES, NAMES, READ_AT = range(10)
@@ -85,7 +85,7 @@ class ScanPlan(Record, frozen=True):
 
     @property
     def key(self) -> str:
-        return repr((SCAN_VERSION, self))
+        return repr(self)
 
     @cached_property
     def ast_index(self) -> PrefixIndex:
@@ -122,5 +122,6 @@ def ref_tuple(r) -> tuple:
 
 
 def cache_key(src: str, plan: ScanPlan) -> str:
-    """Which cache a tree's records and stamp belong to: its directory and the scan plan."""
-    return repr((src, plan.key))
+    """Which cache a tree's records and stamp belong to: its directory, the scan plan, and the
+    versions of the code that makes the records (`cache.versions`)."""
+    return repr((src, plan.key, versions()))
