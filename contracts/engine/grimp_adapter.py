@@ -26,8 +26,8 @@ except ImportError:  # another grimp's internals: `Unusable` at the first scan
 
 # The grimp releases this adapter is tested with, [lowest, above the highest): as `setup.cfg`'s
 # `install_requires` says.
-TESTED = ((3, 11), (4,))
-TESTED_TEXT = ">=3.11,<4"
+TESTED = ((3, 13), (4,))
+TESTED_TEXT = ">=3.13,<4"
 
 
 class Unusable(Exception):
