@@ -106,10 +106,14 @@ def test_forked_processes_give_what_one_process_gives(tree):
     root = tree(_many(tree))
     one = _cli(root, "--jobs", "1", "--format", "json", "-v")
     assert "in 1 process" in one.stderr, one.stderr
+    assert "one process: one process asked for (--jobs 1)" in one.stderr  # -v says why it stayed serial
+    automatic = _cli(root, "--format", "json", "-v")
+    assert "one process: " in automatic.stderr and "fewer than the 400" in automatic.stderr, automatic.stderr
     for args, env in ((("--jobs", "2"), None), (("--jobs", "3"), None), ((), {workers.ENV: "2"})):
         many = _cli(root, *args, "--format", "json", "-v", env_extra=env)
         assert many.returncode == one.returncode == 1, many.stderr
         assert " processes " in many.stderr, many.stderr  # it did fork
+        assert "one process: " not in many.stderr
         assert many.stdout == one.stdout
     rules = {f["rule"] for f in json.loads(one.stdout)["findings"]}
     assert {"removed-module", "group-boundary", "private-import", "layer", "parse-error"} <= rules
