@@ -202,7 +202,7 @@ _HIGHER = {
     "pkg/srt/b.py": "import pkg.kernels.ops.gemm.fused_a_gemm as g\nfrom pkg.srt import a\n",
     "pkg/srt/c.py": "def lazy():\n    from pkg.kernels.ops import (\n        gemm,\n        nosuchgroup,\n    )\n",
     "pkg/srt/d.py": "from ..kernels.ops.layernorm import norm\n",  # relative, from a namespace directory
-    # A syntax error before its import of the package (one after it is not looked for:
+    # A syntax error before its import of the package (one after it is reported too:
     # `test_narrow_cut.py`).
     "pkg/srt/e.py": "def f(:\nfrom pkg.kernels.ops.layernorm.norm import rmsnorm\n",
     "pkg/srt/f.py": "from pkg import kernels\nfrom pkg.kernels.ops.unknown import x\n",
