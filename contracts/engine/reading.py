@@ -30,8 +30,8 @@ from contracts.engine.graph import (
     MAX_STATEMENT_LINES,
     EdgeScanner,
     is_plain_import,
-    native_adapter,
     names_from_text,
+    native_adapter,
     statement_names,
 )
 from contracts.engine.records import (
