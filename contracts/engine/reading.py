@@ -301,7 +301,6 @@ def _settler(records, kept, done, by_rel, hot, plan: ScanPlan, texts):
     return settle
 
 
-
 def _statements_of(reader, data: bytes) -> tuple:
     """What `missing_imports` reads off every file's text: (statements, unsure lines, whole file
     unsure, its `runtime.text_facts`, the names of its column-0 `def`s and `class`es); plain
@@ -412,7 +411,6 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
             hay_graph and not raw_graph)
         ast_hit, graph_hit = ast_hit or hay_ast, graph_hit or hay_graph
     return (AST if ast_hit else 0) | (GRAPH if graph_hit else 0) | (DECODED if decoded else 0), None
-
 
 
 def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str] | None) -> list[str]:
