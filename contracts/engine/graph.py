@@ -84,8 +84,13 @@ class _Fallback:
         self.adapter = None  # `grimp_adapter`, once imported and found usable
 
     def stop(self, reason: str) -> None:
-        """grimp's scanner is not used again in this process, for `reason`."""
+        """grimp's scanner is not used again in this process, for `reason` (it cannot be: grimp
+        is missing, outside the tested range, or its scanner is not called as it was)."""
         self.reason, self.adapter = reason, False
+
+    def note(self, reason: str) -> None:
+        """One scan did without grimp's scanner, for `reason` (a failure of that scan alone)."""
+        self.reason = reason
 
 
 _FALLBACK = _Fallback()
@@ -197,7 +202,8 @@ class EdgeScanner:
     def _native(self, adapter, files: list[SourceFile], modules: dict[str, SourceFile] | None,
                 failed: dict[str, str]) -> dict[str, list[tuple]] | None:
         """`adapter.scan` of `files`, each file grimp rejects put in `failed` and the rest asked for
-        again; None where the scanner cannot be used (`native_fallback` says why)."""
+        again; None where the scanner cannot be used (from now on, `Unusable`) or failed on this
+        batch (`native_fallback` says why)."""
         module_files, found = self._description(adapter, modules)
         # By name, not a set of grimp's dataclasses: hashing and sorting those costs 0.8 s at 50k files.
         todo = {f.module: module_files[f.module] for f in files if f.module in module_files}
@@ -207,7 +213,7 @@ class EdgeScanner:
             except adapter.FileSyntaxError as e:
                 bad = next((name for name in todo if _module_path_matches(name, e.filename, self.roots)), None)
                 if bad is None:
-                    _FALLBACK.stop(f"grimp's scanner rejected a file it was not asked about: {e.filename}")
+                    _FALLBACK.note(f"grimp's scanner rejected a file it was not asked about: {e.filename}")
                     return None
                 failed[bad] = f"syntax error, line {e.lineno if e.lineno is not None else '?'}: {e.text or ''}".strip()
                 del todo[bad]
@@ -217,7 +223,7 @@ class EdgeScanner:
             except BaseException as e:  # noqa: BLE001 - a Rust panic is a BaseException
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
-                _FALLBACK.stop(f"grimp's scanner failed ({type(e).__name__}: {e})")
+                _FALLBACK.note(f"grimp's scanner failed ({type(e).__name__}: {e})")
                 return None
         return {}
 

@@ -43,12 +43,15 @@ class FileSyntaxError(Exception):
 
 
 def _release(version: str) -> tuple[int, ...]:
+    """The release numbers at the start of `version` ("3.20rc1" -> (3, 20))."""
     parts = []
     for piece in version.split("."):
-        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        digits = piece[:len(piece) - len(piece.lstrip("0123456789"))]
         if not digits:
             break
         parts.append(int(digits))
+        if len(digits) < len(piece):  # a pre-release or local part follows
+            break
     return tuple(parts)
 
 
