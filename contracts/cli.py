@@ -467,6 +467,7 @@ def _check(argv: list[str]) -> int:
         result = run(cache_dir)
     timings.update(result.timings)
     _print_run_messages(result)
+    _engine_notes(args)
     _require_known_contracts(args, result)
     return _report(args, cfg, src, result, progress, timings, lambda: run(None))
 
@@ -871,6 +872,21 @@ def _emit(text: str, output_file: str | None) -> None:
             print(text)
         return
     write_output(output_file, text, "--output-file")
+
+
+def _engine_notes(args) -> None:
+    """Where grimp's native scanner was not used: why, on `-v`, and once on stderr (not under `-q`)
+    when files were read with `ast` instead; on `-v`, why the run stayed in one process."""
+    # (Read where the engine loaded them: a run answered from the cache scanned nothing, and
+    # importing them would cost it more than the rest of the answer.)
+    graph, workers = sys.modules.get("contracts.engine.graph"), sys.modules.get("contracts.engine.workers")
+    reason, files = graph.native_fallback() if graph is not None else (None, 0)
+    if reason is not None and (args.verbose or files and not args.quiet):
+        cost = f"; {files} file{'' if files == 1 else 's'} read with `ast` instead, more slowly" if files else ""
+        print(f"namespace-lint: note: grimp's native scanner not used: {reason}{cost}", file=sys.stderr)
+    serial = workers.serial_reason() if workers is not None else None
+    if args.verbose and serial is not None:
+        print(f"namespace-lint: one process: {serial}", file=sys.stderr)
 
 
 def _verbose(result, timings: dict[str, float]) -> None:

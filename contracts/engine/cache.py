@@ -224,6 +224,57 @@ def _mac(payload: bytes) -> bytes:
     return hmac.new(_key(), payload, hashlib.sha256).digest()
 
 
+# The distributions whose code makes or reads what the cache keeps (grimp's edges, import-linter's
+# contract options, libcst's parses), by their names as installed (`<name>-<version>.dist-info`).
+KEYED_DISTRIBUTIONS = ("grimp", "import_linter", "libcst")
+_VERSIONS: tuple[str, ...] | None = None
+
+
+def versions() -> tuple[str, ...]:
+    """(this tool's version, grimp's, import-linter's, libcst's, Python's): what the cache key
+    holds besides the scan plan, so that an upgrade of any of them starts a new cache."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        from contracts._version import __version__
+
+        found = _installed(KEYED_DISTRIBUTIONS)
+        _VERSIONS = (__version__, *(found.get(name) or _metadata_version(name) for name in KEYED_DISTRIBUTIONS),
+                     sys.version)
+    return _VERSIONS
+
+
+def _installed(names: tuple[str, ...]) -> dict[str, str]:
+    """name -> version, read off the first `<name>-<version>.dist-info` directory on `sys.path`
+    (where `importlib.metadata` finds the distribution first): one listing per path entry, where
+    importing `importlib.metadata` would cost every warm run 25-35 ms."""
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            listing = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for item in listing:
+            if item.endswith(".dist-info"):
+                name, _, version = item[:-len(".dist-info")].partition("-")
+                name = name.lower().replace("-", "_").replace(".", "_")
+                if name in names and name not in found:
+                    found[name] = version
+        if len(found) == len(names):
+            break
+    return found
+
+
+def _metadata_version(name: str) -> str:
+    """`importlib.metadata`'s version of `name` (installed otherwise than as a `.dist-info`
+    directory on `sys.path`), or "absent"."""
+    from importlib import metadata  # (25-35 ms: only where a distribution is laid out otherwise)
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
 _FINGERPRINT: str | None = None
 
 

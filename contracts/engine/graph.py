@@ -3,12 +3,14 @@
 grimp's scanner is native and multithreaded, but its public `build_graph` keeps only what it
 can see: it skips directories without `__init__.py` and drops imports of modules that do not
 exist. Here the scanner is handed every module the engine discovered (namespace directories
-included), and an `ast` pass covers what it cannot read. The rules walk the resulting edges
-themselves (`rules/_common.py`: breadth-first chains with deterministic ties), so no grimp graph
-is ever built.
+included), through `grimp_adapter.py` (the only module that imports grimp), and an `ast` pass
+covers what it cannot read. The rules walk the resulting edges themselves (`rules/_common.py`:
+breadth-first chains with deterministic ties), so no grimp graph is ever built.
 
-Nothing here imports grimp or `ast` until a scan is asked for: a run answered from the cache
-never pays for them.
+Where grimp's scanner cannot be used at all (grimp missing, outside the tested range, or its
+scanner changed), every file is read with `ast`: the same edges, more slowly, and the run says
+why (`native_fallback`). Nothing here imports grimp or `ast` until a scan is asked for: a run
+answered from the cache never pays for them.
 """
 
 from __future__ import annotations
@@ -62,9 +64,6 @@ _NOT_LEVEL_BYTES = bytes(c for c in range(256) if c not in b"+-*/%@&|^<>.([~")
 _LEVEL_WORDS = (b"not", b"if", b"lambda", b"await")  # each level of these takes 4 bytes or more
 
 
-_UNSEEN = object()
-
-
 def too_deep_for_native(data: bytes) -> bool:
     """Could `data` nest deeper than grimp's parser survives? (Cheap, errs on the side of yes.)"""
     if len(data) < SAFE_BYTES:
@@ -75,6 +74,53 @@ def too_deep_for_native(data: bytes) -> bool:
     return levels + sum(data.count(w) for w in _LEVEL_WORDS) >= MAX_LEVELS
 
 
+class _Fallback:
+    """Why grimp's scanner is not used in this process (None: it is, or nothing asked for it
+    yet), and how many files were read with `ast` because of it."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.files = 0
+        self.adapter = None  # `grimp_adapter`, once imported and found usable
+
+    def stop(self, reason: str) -> None:
+        """grimp's scanner is not used again in this process, for `reason` (it cannot be: grimp
+        is missing, outside the tested range, or its scanner is not called as it was)."""
+        self.reason, self.adapter = reason, False
+
+    def note(self, reason: str) -> None:
+        """One scan did without grimp's scanner, for `reason` (a failure of that scan alone)."""
+        self.reason = reason
+
+
+_FALLBACK = _Fallback()
+
+
+def native_fallback() -> tuple[str | None, int]:
+    """(why grimp's scanner was not used in this process, how many files `ast` read instead):
+    (None, 0) where it was used or never needed."""
+    return _FALLBACK.reason, _FALLBACK.files
+
+
+def native_adapter():
+    """`grimp_adapter`, imported once; None where grimp cannot be imported or is outside the
+    tested range (the reason recorded for `native_fallback`). Called before a fork, it spares
+    each child grimp's import."""
+    if _FALLBACK.adapter is None:
+        try:
+            # A measured start-up boundary: grimp's import (40-60 ms) is paid only where a file is scanned.
+            from contracts.engine import grimp_adapter
+        except Exception as e:  # noqa: BLE001 - grimp missing or broken: `ast` reads every file
+            _FALLBACK.stop(f"grimp cannot be imported ({type(e).__name__}: {e})")
+            return None
+        problem = grimp_adapter.version_problem()
+        if problem is not None:
+            _FALLBACK.stop(problem)
+        else:
+            _FALLBACK.adapter = grimp_adapter
+    return _FALLBACK.adapter or None
+
+
 class EdgeScanner:
     """grimp's scanner, set up once for a tree and then called for batches of files.
 
@@ -83,90 +129,11 @@ class EdgeScanner:
     the first call and reused: the import closure calls the scanner once per round.
     """
 
-    # The scanner reads the modules and packages it is told of by their attributes: plain
-    # objects with grimp's field names (`_ModuleFile`, ...) cost a description of 0.5.23's 4,716
-    # modules less than grimp's dataclasses (hashed in Python for their frozenset), and spare
-    # each run the import of grimp's file-system ports (`typing` with them) before the fork.
-    # Where a grimp refuses them, its own classes are used from then on (`_native`).
-    light = True
-
     def __init__(self, known: dict[str, SourceFile], roots: dict[str, str]) -> None:
         self.known, self.roots = known, roots
-        self._native_args = None
-        self._basic = None
-        self._native_broken = False
+        self._whole = None  # the description of the whole tree (`_description`)
         self._within: dict = {}  # PrefixIndex -> the known modules under it (`scan_into`)
-        self._module_files: dict = {}  # module -> its `ModuleFile`, or None (`_arguments`)
-        self._made_light = EdgeScanner.light  # of which kind those are
-
-    def scan_into(self, files: list[SourceFile], index, decoded=frozenset(), memory: dict[str, str] | None = None
-                  ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
-        """`scan(files)`, keeping only the edges into the packages of `index` (a `PrefixIndex`),
-        the scanner told of those packages' modules and of `files` alone: an import resolves to a
-        module of those packages as it does against the whole tree (the module or its parent,
-        both under the package), and the rest of the tree is neither described nor resolved
-        against. On 0.5.23's 513 files outside the kernel package that may import it: 0.260 ->
-        0.236 s in one thread, the same edges into it."""
-        native, others = [], []
-        for f in files:
-            (native if self._native_ok(f, decoded) else others).append(f)
-        edges: dict[str, list[tuple]] = {}
-        failed: dict[str, str] = {}
-        if native and not self._native_broken:
-            within = self._within.get(index)
-            if within is None:
-                within = self._within[index] = {m: f for m, f in self.known.items() if index.longest_of(m) is not None}
-            try:
-                args = self._arguments({**within, **{f.module: f for f in native}})
-                if memory:
-                    native = self._from_memory(native, memory, args, edges)
-                if native:
-                    edges.update(self._native(native, failed, args=args))
-            except Exception:  # pragma: no cover - depends on grimp internals; the whole scan is exact
-                self._native_broken = True
-                others = others + native
-        else:
-            others = others + native
-        if others:
-            rest = self.scan(others, decoded)
-            edges.update(rest[0])
-            failed.update(rest[1])
-        return ({m: [e for e in found if index.longest_of(e[0]) is not None] for m, found in edges.items()},
-                failed)
-
-    def _from_memory(self, files: list[SourceFile], memory: dict[str, str], args, edges: dict) -> list[SourceFile]:
-        """Scan the files of `files` whose text `memory` gives (the start of each file: what
-        `reading.narrow_cut` keeps) from that text, into `edges`; the files left to scan from disk,
-        whole: those it does not give, and those whose given text does not parse (cut inside a
-        string or a statement: the whole file says whether it parses). grimp's in-memory file
-        system stands in for the disk; without one (another grimp) every file is read whole."""
-        rust, module_file, packages, _ = args
-        try:
-            # (Its `write` stores a text as it is given; the `content_map` of its constructor
-            # dedents and strips what it is given, a test double's convenience.)
-            fs = rust.FakeBasicFileSystem()
-            for f in files:
-                if f.module in memory:
-                    fs.write(f.path, memory[f.module])
-            # What is scanned from memory is exactly what was given, or it is read from disk.
-            given = [f for f in files if f.module in memory and fs.read(f.path) == memory[f.module]]
-        except Exception:  # noqa: BLE001 - not this grimp's in-memory file system: read the files
-            return files
-        if not given:
-            return files
-        unparsed: dict[str, str] = {}
-        try:
-            # (Each text that does not parse costs a scan of those left: after two, the rest are
-            # read whole from disk.)
-            edges.update(self._native(given, unparsed, args=(rust, module_file, packages, fs), give_up=2))
-        except Exception:  # noqa: BLE001 - whatever went wrong there, the files on disk say it
-            return files
-        scanned = {f.module for f in given}
-        return [f for f in files if f.module not in scanned or f.module in unparsed]
-
-    def _native_ok(self, f: SourceFile, decoded) -> bool:
-        return (_identifier_module(f.module) and _named_as_found(f) and f.module not in decoded
-                and not self._too_deep(f))
+        self._module_files: dict = {}  # module -> its grimp `ModuleFile`, or None (`_description`)
 
     def scan(self, files: list[SourceFile], decoded=frozenset(), syntax_only: bool = False
              ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
@@ -178,22 +145,111 @@ class EdgeScanner:
         Python does; grimp's scanner would read their raw bytes. `syntax_only`: only whether each
         file parses is asked (every one parsed still has an entry, its edges resolved against the
         batch alone): the scanner is told of these files only, so a call costs no more than its
-        files (told of every module of 0.5.23, a call costs ~10 ms more).
+        files.
         """
+        native, others = self._split(files, decoded)
         edges: dict[str, list[tuple]] = {}
         failed: dict[str, str] = {}
+        if native:
+            modules = {f.module: f for f in native} if syntax_only else None
+            others += self._native_or_all(native, modules, edges, failed)
+        self._scan_ast(others, edges, failed)
+        return edges, failed
+
+    def scan_into(self, files: list[SourceFile], index, decoded=frozenset()
+                  ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
+        """`scan(files)`, keeping only the edges into the packages of `index` (a `PrefixIndex`),
+        the scanner told of those packages' modules and of `files` alone: an import resolves to a
+        module of those packages as it does against the whole tree (the module or its parent,
+        both under the package), and the rest of the tree is neither described nor resolved
+        against."""
+        native, others = self._split(files, decoded)
+        edges: dict[str, list[tuple]] = {}
+        failed: dict[str, str] = {}
+        if native:
+            within = self._within.get(index)
+            if within is None:
+                within = self._within[index] = {m: f for m, f in self.known.items() if index.longest_of(m) is not None}
+            others += self._native_or_all(native, {**within, **{f.module: f for f in native}}, edges, failed)
+        self._scan_ast(others, edges, failed)
+        return ({m: [e for e in found if index.longest_of(e[0]) is not None] for m, found in edges.items()},
+                failed)
+
+    def _split(self, files: list[SourceFile], decoded) -> tuple[list[SourceFile], list[SourceFile]]:
+        """(the files for grimp's scanner, those for `ast`)."""
         native, others = [], []
         for f in files:
             (native if self._native_ok(f, decoded) else others).append(f)
-        if native and not self._native_broken:
+        return native, others
+
+    def _native_ok(self, f: SourceFile, decoded) -> bool:
+        return (_identifier_module(f.module) and _named_as_found(f) and f.module not in decoded
+                and not self._too_deep(f))
+
+    def _native_or_all(self, files: list[SourceFile], modules: dict[str, SourceFile] | None, edges: dict,
+                       failed: dict) -> list[SourceFile]:
+        """grimp's edges of `files` into `edges` (the files it rejects into `failed`), the scanner
+        told of `modules` (None: the whole tree); returns the files left for `ast`: none, or all
+        of them where the scanner cannot be used (counted for `native_fallback`)."""
+        adapter = native_adapter()
+        found = None if adapter is None else self._native(adapter, files, modules, failed)
+        if found is None:
+            _FALLBACK.files += len(files)
+            return files
+        edges.update(found)
+        return []
+
+    def _native(self, adapter, files: list[SourceFile], modules: dict[str, SourceFile] | None,
+                failed: dict[str, str]) -> dict[str, list[tuple]] | None:
+        """`adapter.scan` of `files`, each file grimp rejects put in `failed` and the rest asked for
+        again; None where the scanner cannot be used (from now on, `Unusable`) or failed on this
+        batch (`native_fallback` says why)."""
+        module_files, found = self._description(adapter, modules)
+        # By name, not a set of grimp's dataclasses: hashing and sorting those costs 0.8 s at 50k files.
+        todo = {f.module: module_files[f.module] for f in files if f.module in module_files}
+        while todo:
             try:
-                edges.update(self._native(native, failed, syntax_only))
-            except Exception:  # pragma: no cover - depends on grimp internals; the ast pass is exact
-                self._native_broken = True
-                others = others + native
-        elif native:  # pragma: no cover
-            others = others + native
-        for f in others:
+                return adapter.scan(tuple(todo.values()), found)
+            except adapter.FileSyntaxError as e:
+                bad = next((name for name in todo if _module_path_matches(name, e.filename, self.roots)), None)
+                if bad is None:
+                    _FALLBACK.note(f"grimp's scanner rejected a file it was not asked about: {e.filename}")
+                    return None
+                failed[bad] = f"syntax error, line {e.lineno if e.lineno is not None else '?'}: {e.text or ''}".strip()
+                del todo[bad]
+            except adapter.Unusable as e:
+                _FALLBACK.stop(str(e))
+                return None
+            except BaseException as e:  # noqa: BLE001 - a Rust panic is a BaseException
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
+                _FALLBACK.note(f"grimp's scanner failed ({type(e).__name__}: {e})")
+                return None
+        return {}
+
+    def _description(self, adapter, modules: dict[str, SourceFile] | None):
+        """(module -> grimp's `ModuleFile`, grimp's `FoundPackage`s) for a tree of `modules`
+        (None: the whole tree, described once). Each module's `ModuleFile` is made once."""
+        if modules is None:
+            if self._whole is None:
+                self._whole = self._description(adapter, self.known)
+            return self._whole
+        made = self._module_files
+        module_file = {}
+        for m, f in modules.items():
+            mf = made.get(m, _UNSEEN)
+            if mf is _UNSEEN:
+                mf = made[m] = adapter.module_file(m) if _identifier_module(m) and _named_as_found(f) else None
+            if mf is not None:
+                module_file[m] = mf
+        return module_file, adapter.packages(self.roots, module_file, is_under)
+
+    def _scan_ast(self, files: list[SourceFile], edges: dict, failed: dict) -> None:
+        """The edges of `files` from the engine's own `ast` scan, into `edges` (a file that cannot
+        be read or parsed into `failed`)."""
+        from contracts.engine.scan import scan_source
+
+        for f in files:
             if f.module in failed or f.module in edges:
                 continue
             try:
@@ -201,14 +257,11 @@ class EdgeScanner:
             except OSError as e:
                 failed[f.module] = f"cannot read: {e.strerror or e}"
                 continue
-            from contracts.engine.scan import scan_source
-
             scan = scan_source(data, f.module, f.is_package)
             if scan.error:
                 failed[f.module] = scan.error
                 continue
             edges[f.module] = edges_from_refs(scan.refs, self.known, data)
-        return edges, failed
 
     @staticmethod
     def _too_deep(f: SourceFile) -> bool:
@@ -219,201 +272,13 @@ class EdgeScanner:
         except OSError:
             return False  # the scanner reports it unreadable
 
-    def _setup(self):
-        if self._native_args is None or self._made_light is not EdgeScanner.light:
-            self._native_args = self._arguments(self.known)
-        return self._native_args
 
-    def _alone(self, files: list[SourceFile]):
-        """The scanner's arguments for a tree of these files alone."""
-        return self._arguments({f.module: f for f in files})
-
-    def _arguments(self, modules: dict[str, SourceFile]):
-        """(the native module, module name -> `ModuleFile`, the `FoundPackage`s, the file system)
-        for a tree of `modules`."""
-        if EdgeScanner.light:
-            rust, FoundPackage, ModuleFile, Module = _native_module(), _FoundPackage, _ModuleFile, _Module
-        else:
-            rust, FoundPackage, ModuleFile, Module = scanner_api()
-        # One `ModuleFile` per module for every call (the whole tree's description, then the
-        # kernel package's with each batch of `scan_into`): made once, and each module's test of
-        # its name once.
-        if self._made_light is not EdgeScanner.light:  # (grimp refused the light ones since)
-            self._module_files, self._made_light = {}, EdgeScanner.light
-        made = self._module_files
-        module_file = {}
-        for m, f in modules.items():
-            mf = made.get(m, _UNSEEN)
-            if mf is _UNSEEN:
-                mf = made[m] = ModuleFile(module=Module(m), mtime=0) if _identifier_module(m) and _named_as_found(f) else None
-            if mf is not None:
-                module_file[m] = mf
-        packages = {
-            FoundPackage(name=root, directory=directory, module_files=frozenset(
-                mf for m, mf in module_file.items() if is_under(m, root)))
-            for root, directory in self.roots.items()
-        }
-        if self._basic is None:
-            self._basic = rust.RealBasicFileSystem()
-        return rust, module_file, packages, self._basic
-
-    def _native(self, files: list[SourceFile], failed: dict[str, str], syntax_only: bool = False, args=None,
-                give_up: int | None = None) -> dict[str, list[tuple]]:
-        """`give_up`: after this many files that do not parse (each one makes the scanner stop and
-        the rest be asked for again), the rest go into `failed` too, unscanned."""
-        rust, module_file, packages, basic = args or (self._alone(files) if syntax_only else self._setup())
-        # By name, not a set of grimp's dataclasses: hashing and sorting those costs 0.8 s at 50k files.
-        todo = {f.module: module_file[f.module] for f in files if f.module in module_file}
-        result: dict[str, list[tuple]] = {}
-        while todo:
-            try:
-                scanned = rust.scan_for_imports(
-                    module_files=tuple(todo.values()), found_packages=packages,
-                    include_external_packages=False, exclude_type_checking_imports=False,
-                    file_system=basic,
-                )
-            except BaseException as e:  # noqa: BLE001 - a Rust panic is a BaseException
-                if isinstance(e, (KeyboardInterrupt, SystemExit)):
-                    raise
-                filename = getattr(e, "filename", None)
-                bad = next((name for name in todo
-                            if filename and _module_path_matches(name, filename, self.roots)), None)
-                if bad is None:
-                    if any(isinstance(p, _FoundPackage) for p in packages):
-                        # Not a file's fault: this grimp wants its own classes (see `light`).
-                        EdgeScanner.light = False
-                        module_file, packages = _as_grimps(module_file, packages)
-                        todo = {m: module_file[m] for m in todo}
-                        continue
-                    raise RuntimeError("native scan failed") from e
-                failed[bad] = (f"syntax error, line {getattr(e, 'lineno', '?')}: "
-                               f"{getattr(e, 'text', '') or ''}").strip()
-                del todo[bad]
-                if give_up is not None:
-                    give_up -= 1
-                    if give_up < 0:
-                        failed.update(dict.fromkeys(todo, "not scanned"))
-                        break
-                continue
-            for mf, imports in scanned.items():
-                result[mf.name] = sorted(
-                    (di.imported.name, di.line_number, di.line_contents) for di in imports
-                )
-            break
-        return result
+_UNSEEN = object()
 
 
-class _Module:
-    """What grimp's scanner reads of its `Module`."""
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-class _ModuleFile:
-    """What grimp's scanner reads of its `ModuleFile`."""
-    __slots__ = ("module", "mtime")
-
-    def __init__(self, module: _Module, mtime: float) -> None:
-        self.module, self.mtime = module, mtime
-
-
-class _FoundPackage:
-    """What grimp's scanner reads of its `FoundPackage`."""
-    __slots__ = ("name", "directory", "module_files", "namespace_packages")
-
-    def __init__(self, name: str, directory: str, module_files: frozenset,
-                 namespace_packages: frozenset = frozenset()) -> None:
-        self.name, self.directory, self.module_files = name, directory, module_files
-        self.namespace_packages = namespace_packages
-
-
-def _as_grimps(module_file: dict, packages) -> tuple[dict, set]:
-    """A description made of `_ModuleFile`s and `_FoundPackage`s, in grimp's own classes."""
-    FoundPackage, ModuleFile, Module = scanner_classes()
-    real = {m: ModuleFile(module=Module(m), mtime=0) for m in module_file}
-    return real, {FoundPackage(name=p.name, directory=p.directory, module_files=frozenset(
-        real[mf.module.name] for mf in p.module_files)) for p in packages}
-
-
-def _native_module():
-    """grimp's native scanner module, grimp loaded as `scanner_api` says."""
-    import importlib
-
-    load_grimp()
-    return importlib.import_module("grimp._rustgrimp")
-
-
-def scanner_api():
-    """(grimp's native scanner module, `FoundPackage`, `ModuleFile`, `Module`): what `build_graph`
-    calls the scanner with. Loaded without running grimp's package `__init__` first, where no one
-    has imported grimp yet: that imports its whole graph API (65 ms a process, and a two-process
-    run pays it twice); these four take 11-20 ms. The package's `__init__` runs on the first use of
-    any other name of it (`grimp.build_graph`), so whoever imports grimp later gets all of it."""
-    import importlib
-
-    FoundPackage, ModuleFile, Module = scanner_classes()
-    return importlib.import_module("grimp._rustgrimp"), FoundPackage, ModuleFile, Module
-
-
-def scanner_classes():
-    """`FoundPackage`, `ModuleFile` and `Module`, loaded as `scanner_api` says, without the native
-    module (a process that has not loaded it may still fork)."""
-    import importlib
-
-    load_grimp()
-    finder = importlib.import_module("grimp.application.ports.modulefinder")
-    values = importlib.import_module("grimp.domain.valueobjects")
-    return finder.FoundPackage, finder.ModuleFile, values.Module
-
-
-def load_grimp() -> None:
-    """grimp's package, set up as `scanner_api` says, and the value objects its scanner makes its
-    answers of (`grimp.domain.valueobjects`), without the native module (a process that has not
-    loaded it may still fork)."""
-    import importlib
-    import sys
-
-    if "grimp" not in sys.modules:
-        import importlib.util
-
-        spec = importlib.util.find_spec("grimp")
-        if spec is not None and spec.loader is not None and spec.submodule_search_locations:
-            import threading
-
-            package = importlib.util.module_from_spec(spec)
-            lock = threading.RLock()
-            started = []
-
-            def finish(name: str):
-                # The rest of the package, once (the submodules already loaded are kept); another
-                # thread asking meanwhile waits for it, and a name looked up while it runs is an
-                # ordinary miss.
-                with lock:
-                    if not started:
-                        started.append(True)
-                        try:
-                            spec.loader.exec_module(package)
-                        finally:
-                            package.__dict__.pop("__getattr__", None)
-                try:
-                    return package.__dict__[name]
-                except KeyError:
-                    raise AttributeError(f"module 'grimp' has no attribute {name!r}") from None
-
-            package.__getattr__ = finish
-            sys.modules["grimp"] = package
-    importlib.import_module("grimp.domain.valueobjects")
-
-
-def scan_edges(files: list[SourceFile], known: dict[str, SourceFile], roots: dict[str, str]
-               ) -> tuple[dict[str, list[tuple]], dict[str, str]]:
-    """One batch: `EdgeScanner(known, roots).scan(files)`."""
-    return EdgeScanner(known, roots).scan(files)
-
-
-def _module_path_matches(module: str, filename: str, roots: dict[str, str]) -> bool:
+def _module_path_matches(module: str, filename, roots: dict[str, str]) -> bool:
+    if not filename:
+        return False
     root = module.split(".", 1)[0]
     rest = module.split(".")[1:]
     base = os.path.join(roots[root], *rest)

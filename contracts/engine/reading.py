@@ -9,9 +9,8 @@ whole file, so a syntax error anywhere in it is still reported. A file holding a
 graph file only where the same prefilter, asked for the plan's `graph_named` packages, finds a
 line that may name one (for `pkg.kernels`: not `triton_kernels`, `self.kernels` or prose); the
 graph files get their edges from grimp's scanner, in one call once the part's files are read
-(`_BATCH`). Those that keep only their edges into `graph_named` (`ScanPlan.narrow`) go in
-another call, each from its text up to the first top-level statement after its last line that
-may name one of those packages (`narrow_cut`).
+(`_BATCH`). Those that keep only their edges into `graph_named` (`ScanPlan.narrow`) are read
+whole too, so a syntax error anywhere in them is reported.
 
 `scan_part` does this for the chunks of files it is given (`workers.py` hands them out) and
 returns its records (`file_record.py`), which the build (`model.py`) merges in walk order.
@@ -38,8 +37,8 @@ from contracts.engine.graph import (
     MAX_STATEMENT_LINES,
     EdgeScanner,
     is_plain_import,
-    load_grimp,
     names_from_text,
+    native_adapter,
     statement_names,
 )
 from contracts.engine.prefilter import Mentions, RemovedPrefilter, joint_hits
@@ -84,8 +83,8 @@ class PartContext:
 
 def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     """(prefilter, graph prefilter, statement reader) for the parts of a build, made before any
-    fork (`forking`: grimp's value objects loaded too, not its native module), so that a forked
-    child inherits them instead of making its own."""
+    fork (`forking`: grimp's adapter too), so that a forked child inherits them instead of making
+    its own."""
     reader = None
     if plan.statement_roots:
         # (start-up: ~2.5 ms, only for a plan with `statement_roots`)
@@ -93,10 +92,7 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
 
         reader = StatementReader(plan.statement_roots)
     if forking:
-        try:
-            load_grimp()
-        except Exception:  # noqa: BLE001 - no usable grimp: each scan says so, and `ast` reads the files
-            pass
+        native_adapter()  # (None: no usable grimp; each scan then reads its files with `ast`)
     return prefilter_for(plan), graph_prefilter_for(plan), reader
 
 
@@ -167,7 +163,6 @@ class _PartReader:
         self.waiting: dict[int, list[SourceFile]] = {_ALL_EDGES: [], _EDGES_INTO: [], _SYNTAX: []}
         self.held = dict.fromkeys(self.waiting, 0)  # bytes waiting, by kind
         self.texts: dict[str, bytes] = {}  # graph files' texts, for names of from-imports over several lines
-        self.cuts: dict[str, int] = {}  # where the files that keep only their edges into `graph_named` are cut
         self.by_rel: dict[str, SourceFile] = {}
         self.kept: dict[str, bytes] = {}  # content of the files parsed with ast, until grimp has checked them
         self.hot: dict[str, list[int] | None] = {}  # their hot lines (None: search for `ast_words`)
@@ -239,7 +234,7 @@ class _PartReader:
     def _classify(self, f: SourceFile, data: bytes, ctime: int, digest: bytes | None,
                   pending: dict[str, bytes]) -> None:
         """A new record for `f`, and what it waits for: `ast` (`pending`), grimp's scanner."""
-        flags, lines = classify(f, data, self.plan, searchable, self.prefilter, self.graph_prefilter, self.cuts)
+        flags, lines = classify(f, data, self.plan, searchable, self.prefilter, self.graph_prefilter)
         if flags & AST:
             pending[f.rel] = data
             self.hot[f.rel] = lines
@@ -265,9 +260,8 @@ class _PartReader:
         into, decoded = self.plan.named_index, self.part.decoded
         for kind, files in self.waiting.items():
             if len(files) >= min(at_least, _BATCH) or self.held[kind] >= _BATCH_BYTES:
-                narrow = kind == _EDGES_INTO
-                self.background.submit(files, decoded, syntax_only=kind == _SYNTAX, into=into if narrow else None,
-                                       memory=_prefixes(files, self.cuts, self.texts) if narrow else None)
+                self.background.submit(files, decoded, syntax_only=kind == _SYNTAX,
+                                       into=into if kind == _EDGES_INTO else None)
                 self.waiting[kind], self.held[kind] = [], 0
 
     def ask_lead(self) -> None:
@@ -327,21 +321,6 @@ class _PartReader:
         return self.part
 
 
-def _prefixes(files: list[SourceFile], cuts: dict[str, int], texts: dict[str, bytes]) -> dict[str, str] | None:
-    """module -> the text before its cut (`narrow_cut`), decoded as grimp reads it, for the files
-    of `files` that have one (one that is not UTF-8 is scanned whole)."""
-    out = {}
-    for f in files:
-        cut = cuts.get(f.rel)
-        data = texts.get(f.rel)
-        if cut is not None and data is not None:
-            try:
-                out[f.module] = data[:cut].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-    return out or None
-
-
 def _statements_of(reader, data: bytes) -> tuple:
     """What the plan's `statement_roots` ask of every file's text: (statements, unsure lines,
     whole file unsure, its `runtime.text_facts`, the names of its column-0 `def`s and
@@ -384,12 +363,11 @@ def graph_prefilter_for(plan: ScanPlan):
 
 
 def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
-             graph_prefilter=None, cuts: dict | None = None) -> tuple[int, list[int] | None]:
+             graph_prefilter=None) -> tuple[int, list[int] | None]:
     """(AST | GRAPH | DECODED, hot lines): what to do with a file of this content. The hot lines
     are those the prefilter found (None: the file's `ast_words` decide, as Python reads it).
     `graph_prefilter` (`graph_prefilter_for`): a file with a graph word is a graph file only if it
-    may name a `graph_named` package. `cuts`: for a file that keeps only its edges into those
-    (`ScanPlan.narrow_file`), where its text is cut (`narrow_cut`), by relative path."""
+    may name a `graph_named` package."""
     if plan.looks_for_nothing:
         return 0, None
     under_graph = plan.graph_index.longest_of(f.module) is not None
@@ -404,10 +382,6 @@ def classify(f: SourceFile, data: bytes, plan: ScanPlan, searchable, prefilter,
     flags = (AST if raw_ast or under_ast else 0) | (GRAPH if raw_graph or under_graph else 0)
     if hay is not data:
         flags |= _decoded_flags(f, data, hay, plan, prefilter, graph_prefilter, found, lines, raw_ast, raw_graph)
-    if cuts is not None and prefilter is not None and flags & GRAPH and hay is data and plan.narrow_file(f.module, flags):
-        cut = narrow_cut(data, f, graph_prefilter, found, joint[1] if joint is not None else None)
-        if cut is not None:
-            cuts[f.rel] = cut
     return flags, lines
 
 
@@ -456,29 +430,6 @@ def _decoded_flags(f: SourceFile, data: bytes, hay: bytes, plan: ScanPlan, prefi
         (bool(lines) and lines != prefilter.hot_lines(data, f.module, f.is_package)) if prefilter is not None
         else (hay_ast and not raw_ast))
     return (AST if hay_ast else 0) | (GRAPH if hay_graph else 0) | (DECODED if decoded else 0)
-
-
-def narrow_cut(data: bytes, f: SourceFile, graph_prefilter, found=None, hits: list[int] | None = None) -> int | None:
-    """Where the text of a file that keeps only its edges into the kernel package
-    (`ScanPlan.narrow_file`) may be cut for grimp's scan: at the first top-level statement after
-    the last line that may name the package (`prefilter.statement_start_after`), or None (the
-    whole file: nothing to leave out, a `\\r` in it, no prefilter). `hits`: the package's
-    prefilter's hits in `data`, where they are known (`prefilter.joint_hits`).
-
-    Every import of the package lies before the cut, so the edges into it are those of the
-    whole file; a syntax error after it cannot hide one, and is not looked for. A cut inside a
-    string, brackets or a statement leaves a text that does not parse: the file is then scanned
-    whole (`EdgeScanner.scan_into`). On 0.5.23 the 375 such files of `sglang/srt` are 12.7 MB;
-    grimp reads 5.4 MB of them (the texts before the cuts, and the files left whole)."""
-    if graph_prefilter is None or b"\r" in data:
-        return None
-    from contracts.engine.prefilter import statement_start_after
-
-    last = graph_prefilter.last_hot(data, f.module, f.is_package, found) if hits is None else max(hits, default=None)
-    if last is None:
-        return None
-    cut = statement_start_after(data, last)
-    return cut if cut < len(data) else None
 
 
 def _scan_ast(records, pending, hot, by_rel, plan: ScanPlan, parsed: set[str] | None) -> list[str]:
@@ -545,9 +496,8 @@ class _Background:
         self.asked = 0  # scans submitted and not yet taken from `done`
 
     def submit(self, files: list[SourceFile], decoded: set[str], syntax_only: bool = False, into=None,
-               tag=None, memory: dict[str, str] | None = None) -> None:
-        """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for, and
-        `memory` (module -> text) gives the text to scan of some files (`narrow_cut`). `tag`:
+               tag=None) -> None:
+        """`into`: a `PrefixIndex`; then only the edges into its packages are scanned for. `tag`:
         given back with the answer."""
         if not files:
             return
@@ -557,14 +507,14 @@ class _Background:
             self.thread = threading.Thread(target=self._work, name="namespace-lint-scan", daemon=True)
             self.thread.start()
         self.asked += 1
-        self.todo.put((list(files), frozenset(decoded), syntax_only, into, tag, memory))
+        self.todo.put((list(files), frozenset(decoded), syntax_only, into, tag))
 
     def _work(self) -> None:
         while (job := self.todo.get()) is not None:
-            files, decoded, syntax_only, into, tag, memory = job
+            files, decoded, syntax_only, into, tag = job
             try:
                 answer = (True, files, self.scanner.scan(files, decoded, syntax_only) if into is None
-                          else self.scanner.scan_into(files, into, decoded, memory), tag)
+                          else self.scanner.scan_into(files, into, decoded), tag)
             except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
                 answer = (False, files, e, tag)
             with self.back:

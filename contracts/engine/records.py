@@ -12,6 +12,7 @@ from functools import cached_property
 
 from contracts._record import Record
 from contracts.engine.importers import Layout
+from contracts.engine.cache import versions
 from contracts.prefixes import PrefixIndex
 
 # A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
@@ -121,8 +122,8 @@ class ScanPlan(Record, frozen=True):
 
     @property
     def key(self) -> str:
-        """The plan's part of a cache's key (the tool's code and Python's version are in the
-        cache's own: `cache.tool_fingerprint`), so no version number is kept by hand."""
+        """The plan's part of a cache's key (the tool's and its libraries' versions are added by
+        `cache_key`), so no version number is kept by hand."""
         return repr(self)
 
     @cached_property
@@ -165,5 +166,6 @@ def ref_tuple(r) -> tuple:
 
 
 def cache_key(src: str, plan: ScanPlan) -> str:
-    """Which cache a tree's records and stamp belong to: its directory and the scan plan."""
-    return repr((src, plan.key))
+    """Which cache a tree's records and stamp belong to: its directory, the scan plan, and the
+    versions of the code that makes the records (`cache.versions`)."""
+    return repr((src, plan.key, versions()))

@@ -266,46 +266,73 @@ def _tree_state(model: Model, plan: ScanPlan, started: float):
     each file's content hash, `Model.digests`), or None when it cannot vouch for the run's
     findings: a symlink (what it points to can change without any stat under the roots
     changing), a file modified while the run read it (or within `RACY_SECONDS` of its start)
-    whose content hash is not known, an unreadable directory.
-
-    Where the build's walk saw everything (`Discovery.whole`: no link, nothing excluded or
-    unreadable) its stats are the state, with the directories it did not enter (a dotted name)
-    walked here: stats taken before the files were read, so an edit during the run shows as a
-    different stat next time (a second walk of 0.5.23 costs 0.05 s). Else the tree is walked."""
-    limit = int((started - RACY_SECONDS) * 1e9)
-    src = model.src
-    disc = model.discovery
-    roots, dirs, files = [], [], []
+    whose content hash is not known, an unreadable directory."""
     try:
-        if disc.whole and disc.files and all(f.ctime_ns for f in disc.files):
-            roots = [(os.path.join(src, r), os.path.isdir(os.path.join(src, r)),
-                      os.path.isfile(os.path.join(src, r) + ".py")) for r in plan.roots]
-            dirs = list(disc.dirs)
-            files = [(f.path, f.mtime_ns, f.ctime_ns, f.size, model.digests.get(f.path)) for f in disc.files]
-            for directory in disc.unwalked:
-                if not _walk_state(directory, dirs, files, model.digests):
-                    return None
-        else:
-            for root in plan.roots:
-                top = os.path.join(src, root)
-                roots.append((top, os.path.isdir(top), os.path.isfile(top + ".py")))
-                if os.path.isfile(top + ".py"):
-                    st = os.stat(top + ".py", follow_symlinks=False)
-                    files.append((top + ".py", st.st_mtime_ns, st.st_ctime_ns, st.st_size,
-                                  model.digests.get(top + ".py")))
-                if os.path.isdir(top) and not _walk_state(top, dirs, files, model.digests):
-                    return None
+        state = _stats_from_walk(model, plan) if _walk_saw_everything(model) else _stats_walked(model, plan)
     except OSError:
         return None
-    seen = {path: (m, s) for path, m, _, s, _ in files}
-    for f in model.discovery.files:  # the files the findings were computed from are these
-        if seen.get(f.path) != (f.mtime_ns, f.size):
+    if state is None or not _holds_the_files_read(state[2], model):
+        return None
+    return _settled(state, int((started - RACY_SECONDS) * 1e9))
+
+
+def _walk_saw_everything(model: Model) -> bool:
+    """Did the build's walk see the whole tree (`Discovery.whole`: no link, nothing excluded or
+    unreadable), with every file's ctime?"""
+    disc = model.discovery
+    return bool(disc.whole and disc.files and all(f.ctime_ns for f in disc.files))
+
+
+def _root_entries(src: str, plan: ScanPlan) -> list[tuple]:
+    """(path, is a directory, has a `.py` file beside it) of each root."""
+    tops = [os.path.join(src, r) for r in plan.roots]
+    return [(top, os.path.isdir(top), os.path.isfile(top + ".py")) for top in tops]
+
+
+def _stats_from_walk(model: Model, plan: ScanPlan):
+    """The state from the build's walk: its stats, taken before the files were read (so an edit
+    during the run shows as a different stat next time), with the directories it did not enter
+    (a dotted name) walked here. None at a symlink there."""
+    disc = model.discovery
+    dirs = list(disc.dirs)
+    files = [(f.path, f.mtime_ns, f.ctime_ns, f.size, model.digests.get(f.path)) for f in disc.files]
+    for directory in disc.unwalked:
+        if not _walk_state(directory, dirs, files, model.digests):
             return None
-    # A stat so recent that a second edit could keep it vouches for nothing: such a file is
-    # recorded with no mtime, so the next run compares its content with the digest of what the
-    # findings were computed from (a fresh copy, a file saved just before the run); without a
-    # digest there is nothing to compare, and no stamp. (The directories' stats are not compared:
-    # the walk finds what they hold.)
+    return _root_entries(model.src, plan), dirs, files
+
+
+def _stats_walked(model: Model, plan: ScanPlan):
+    """The state from a walk of the roots made here (the build's walk left something out). None
+    at a symlink."""
+    roots = _root_entries(model.src, plan)
+    dirs: list = []
+    files: list = []
+    for top, is_dir, is_file in roots:
+        if is_file:
+            st = os.stat(top + ".py", follow_symlinks=False)
+            files.append((top + ".py", st.st_mtime_ns, st.st_ctime_ns, st.st_size, model.digests.get(top + ".py")))
+        if is_dir and not _walk_state(top, dirs, files, model.digests):
+            return None
+    return roots, dirs, files
+
+
+def _holds_the_files_read(files: list, model: Model) -> bool:
+    """Are the files the findings were computed from in `files`, with the stats they were read at?"""
+    seen = {path: (m, s) for path, m, _, s, _ in files}
+    return all(seen.get(f.path) == (f.mtime_ns, f.size) for f in model.discovery.files)
+
+
+def _settled(state, limit: int):
+    """`state` sorted, each file modified at or after `limit` (ns) recorded without its mtime, or
+    None where such a file has no digest.
+
+    A stat so recent that a second edit could keep it vouches for nothing: such a file is
+    recorded with no mtime, so the next run compares its content with the digest of what the
+    findings were computed from (a fresh copy, a file saved just before the run); without a
+    digest there is nothing to compare, and no stamp. (The directories' stats are not compared:
+    the walk finds what they hold.)"""
+    roots, dirs, files = state
     if any((m >= limit or c >= limit) and d is None for _, m, c, _, d in files):
         return None
     files = [(p, None if m >= limit or c >= limit else m, c, s, d) for p, m, c, s, d in files]

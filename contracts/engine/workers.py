@@ -2,25 +2,26 @@
 
 Most of a cold run is per-file Python (reading, the prefilter, the `ast` windows) that one
 interpreter runs on one core, however many it has. So the files to read are cut into chunks,
-and children forked at that moment take chunks from a shared queue as this process does:
-whoever is free takes the next, so a part heavy with `ast` work does not keep the other core
-idle. Each child scans its chunks (then grimp's scans of its part, on grimp's own threads) and
-sends back its records, pickled, over a pipe. What comes back is
-plain data, merged in walk order, so the findings are those of the serial run
+and child processes started at that moment (`multiprocessing`, fork context) take chunks from a
+shared queue as this process does: whoever is free takes the next, so a part heavy with `ast`
+work does not keep the other core idle. Each child scans its chunks (then grimp's scans of its
+part, on grimp's own threads) and sends back its records, pickled, over a pipe. What comes back
+is plain data, merged in walk order, so the findings are those of the serial run
 (`tests/contracts/engine/test_parallel.py` compares them).
 
-A fork is taken only when it is safe and pays: the platform has `os.fork`, this process has no
-other thread and has not loaded grimp's native module (its thread pool does not survive a fork:
-the `lint-imports` face, where import-linter has built its graph first, stays serial), more
-than one core is ours, and there are enough files (`MIN_FILES`). A child that fails, dies or
-sends something unreadable costs nothing but time: the chunks it took are scanned here again.
-Nothing is spawned, so nothing is imported afresh and no code of the checked tree can run.
+A fork is taken only when it is safe and pays: the platform forks, this process runs no thread
+but its own (and those declared safe), Python or native (a thread pool, grimp's included, does
+not survive a fork: the `lint-imports` face, where import-linter has built its graph first,
+stays serial), more than one core is ours, and there are enough files (`MIN_FILES`). A run that
+stays serial says why (`serial_reason`, shown by `-v`). A child that fails, dies or sends
+something unreadable costs nothing but time: the chunks it took are scanned here again. The
+children are forked, not spawned, so nothing is imported afresh and no code of the checked tree
+can run.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import weakref
 
@@ -32,6 +33,14 @@ CHUNK_FILES = 48  # files per chunk: small enough to balance, large enough to ba
 CHUNKS_PER_PROCESS = 32  # chunks of equal weight, when files are weighed
 _INDEX_BYTES = 2  # a chunk number in the queue (all of it written before the fork: atomic reads)
 MAX_CHUNKS = 2048  # (4,096 bytes: one atomic pipe write)
+_TASKS = "/proc/self/task"  # one entry per thread of this process, native ones included (Linux)
+
+_SERIAL = [None]  # why the last `jobs` answered one process (`serial_reason`)
+
+
+def serial_reason() -> str | None:
+    """Why the last run asked (`jobs`) stayed in one process, or None where it did not."""
+    return _SERIAL[0]
 
 
 def cores() -> int:
@@ -45,16 +54,33 @@ def jobs(asked: int | None, files: int, new: int | None = None) -> int:
     """How many processes to scan `files` files with: `asked` (`--jobs`; None: the environment
     variable, else automatic), and 1 wherever a fork is unsafe. `new`: how many of them have no
     cached record; automatically, only those count (a file with one is usually told unchanged
-    by its hash, too little work to send to another process: after a fresh copy of 0.5.16 two
-    processes took 0.31-0.34 s and 0.34-0.37 CPU-s, one 0.28-0.33 s and 0.28-0.31 CPU-s)."""
+    by its hash, too little work to send to another process)."""
     if asked is None:
         raw = os.environ.get(ENV, "").strip()
         asked = int(raw) if raw.isdigit() else 0
-    if asked == 1 or files < 2 or not fork_is_safe():
-        return 1
-    if asked == 0:  # automatic: both cores (more would only split the same two), enough files
-        return min(2, cores()) if (files if new is None else new) >= MIN_FILES else 1
-    return min(asked, files)
+    n, why = _jobs(asked, files, new)
+    _SERIAL[0] = why if n == 1 else None
+    return n
+
+
+def _jobs(asked: int, files: int, new: int | None) -> tuple[int, str | None]:
+    """(`jobs`' answer, why it is 1 where it is)."""
+    if asked == 1:
+        return 1, "one process asked for (--jobs 1)"
+    if files < 2:
+        return 1, f"{files} file{'' if files == 1 else 's'} to read"
+    unsafe = fork_problem()
+    if unsafe is not None:
+        return 1, unsafe
+    if asked:
+        return min(asked, files), None
+    # Automatic: both cores (more would only split the same two), enough files.
+    if cores() < 2:
+        return 1, "one core"
+    count = files if new is None else new
+    if count < MIN_FILES:
+        return 1, f"{count} files to read, fewer than the {MIN_FILES} that pay for a second process"
+    return 2, None
 
 
 # Threads that hold no lock a child could need (the objects: an ident is reused once a thread ends).
@@ -68,11 +94,35 @@ def declare_fork_safe(thread: threading.Thread) -> None:
 
 
 def fork_is_safe() -> bool:
-    """Nothing but this thread (and threads declared safe) runs, and grimp's native module,
-    whose thread pool would not survive a fork, is not loaded."""
+    """Nothing but this thread (and threads declared safe) runs, Python or native."""
+    return fork_problem() is None
+
+
+def fork_problem() -> str | None:
+    """Why forking this process now is unsafe (or impossible), or None."""
+    if not hasattr(os, "fork"):
+        return "this platform cannot fork"
     here = threading.current_thread()
-    others = [t for t in threading.enumerate() if t is not here and t not in _FORK_SAFE]
-    return hasattr(os, "fork") and not others and "grimp._rustgrimp" not in sys.modules
+    python = [t for t in threading.enumerate() if t is not here and t not in _FORK_SAFE]
+    if python:
+        return f"another thread runs in this process ({python[0].name})"
+    native = _native_threads()
+    if native is None:
+        return "this platform does not show a process's native threads"
+    if native:
+        return f"{native} native thread{'' if native == 1 else 's'} run in this process (a thread pool: grimp's?)"
+    return None
+
+
+def _native_threads() -> int | None:
+    """How many threads of this process Python did not start (a native library's), or None where
+    the platform does not tell."""
+    try:
+        tasks = os.listdir(_TASKS)
+    except OSError:
+        return None
+    ours = {t.native_id for t in threading.enumerate()}
+    return sum(1 for task in tasks if int(task) not in ours)
 
 
 def chunks(files: list, n: int, weight=None) -> list[list]:
@@ -119,17 +169,7 @@ def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None, o
     package's edges while the other chunks are read). Then this process's call is
     `scan(context, chunks, lead=K)`, its first K chunks being those files (K is 0 where they
     weigh more than this process's share of the whole); the result comes first in the list."""
-    mine_first: list[list] = []
-    if own is not None:
-        owned: list = []
-        rest: list = []
-        for f in files:
-            (owned if own(f) else rest).append(f)
-        # (Not where they outweigh this process's share: the others would wait at the end.)
-        heavy = n > 1 and weight is not None and sum(map(weight, owned)) * (n - 1) > sum(map(weight, rest))
-        if owned and not heavy:
-            files = rest
-            mine_first = [owned[i:i + CHUNK_FILES] for i in range(0, len(owned), CHUNK_FILES)]
+    files, mine_first = _own_first(files, n, weight, own)
     lead = {"lead": len(mine_first)} if own is not None else {}
     # (With chunks of its own first, one process still reads the rest in several chunks: the
     # part acts on what comes back from its scans between two chunks.)
@@ -143,9 +183,32 @@ def map_parts(scan, context, files: list, n: int, meanwhile=None, weight=None, o
         if meanwhile is not None:
             meanwhile()
         return [scan(context, iter(mine_first + pieces), **lead)]
-    forked = [_fork(scan, context, pieces, queue) for _ in range(n - 1)]  # every fork before any thread
-    queue.close_write()
-    children = [_Child(*f) for f in forked if f is not None]
+    return _in_processes(scan, context, pieces, queue, n, meanwhile, mine_first, lead)
+
+
+def _own_first(files: list, n: int, weight, own) -> tuple[list, list[list]]:
+    """(the files left for the shared queue, the chunks this process scans first): `own`'s files
+    in chunks, unless they outweigh this process's share (the others would wait at the end)."""
+    if own is None:
+        return files, []
+    owned: list = []
+    rest: list = []
+    for f in files:
+        (owned if own(f) else rest).append(f)
+    heavy = n > 1 and weight is not None and sum(map(weight, owned)) * (n - 1) > sum(map(weight, rest))
+    if not owned or heavy:
+        return files, []
+    return rest, [owned[i:i + CHUNK_FILES] for i in range(0, len(owned), CHUNK_FILES)]
+
+
+def _in_processes(scan, context, pieces: list, queue: _Queue, n: int, meanwhile, mine_first: list, lead: dict
+                  ) -> list:
+    """`map_parts` over `n` processes: `n - 1` children forked first, then this process's share;
+    the chunks of a child that failed are scanned here again."""
+    children = [c for c in (_fork(scan, context, pieces, queue) for _ in range(n - 1)) if c is not None]
+    queue.close_write()  # (every fork before any thread of this process)
+    for child in children:
+        child.start_reading()
     if meanwhile is not None:
         meanwhile()
     mine: list[int] = []
@@ -197,66 +260,78 @@ class _Queue:
 
 
 class _Child:
-    def __init__(self, pid: int, fd: int) -> None:
-        self.pid = pid
-        self.chunks: list[bytes] = []
-        # Read while this process scans: the child never blocks on a full pipe.
-        self.reader = threading.Thread(target=self._read, args=(fd,), name="namespace-lint-worker", daemon=True)
+    """A forked child (`multiprocessing.Process`) and the read end of its answer."""
+
+    def __init__(self, process, connection) -> None:
+        self.process, self.connection = process, connection
+        self.answer: list[bytes] = []
+        self.reader = None
+
+    def start_reading(self) -> None:
+        """Read the answer on a thread while this process scans: the child never blocks on a full
+        pipe."""
+        self.reader = threading.Thread(target=self._read, name="namespace-lint-worker", daemon=True)
         self.reader.start()
 
-    def _read(self, fd: int) -> None:
-        with os.fdopen(fd, "rb") as pipe:
-            while chunk := pipe.read(1 << 20):
-                self.chunks.append(chunk)
+    def _read(self) -> None:
+        try:
+            self.answer.append(self.connection.recv_bytes())
+        except (EOFError, OSError):  # it died before answering: its chunks are scanned here
+            pass
+        finally:
+            self.connection.close()
 
     def result(self):
         """(the chunk numbers it took, what `scan` returned), or None if it failed."""
-        self.reader.join()
-        _, status = os.waitpid(self.pid, 0)
-        if status != 0:
+        if self.reader is not None:
+            self.reader.join()
+        self.process.join()
+        if self.process.exitcode != 0 or not self.answer:
             return None
-        import pickle
+        import pickle  # (loaded by `multiprocessing` already: a run that forks nothing never loads it)
 
         try:
-            ok, taken, value = pickle.loads(b"".join(self.chunks))
+            ok, taken, value = pickle.loads(self.answer[0])
         except Exception:  # noqa: BLE001 - a truncated or garbled answer: its chunks are scanned here
             return None
         return (taken, value) if ok else None
 
 
-def _fork(scan, context, pieces: list, queue: _Queue) -> tuple[int, int] | None:
-    """(pid, the read end of its answer) of a child taking chunks from `queue`, or None."""
-    import pickle  # (here, before the fork: a run that forks nothing never loads it)
+def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
+    """A child forked now, taking chunks from `queue`, or None where none can be started."""
+    # A measured start-up boundary: `multiprocessing` costs a run 7 ms, paid only where it forks.
+    import multiprocessing
 
+    forking = multiprocessing.get_context("fork")
     try:
-        read_end, write_end = os.pipe()
+        receive, send = forking.Pipe(duplex=False)
     except OSError:
         return None
+    process = forking.Process(target=_child_main, args=(scan, context, pieces, queue, send),
+                              name="namespace-lint-worker", daemon=True)
     try:
-        pid = os.fork()
+        process.start()
     except OSError:
-        os.close(read_end)
-        os.close(write_end)
+        receive.close()
+        send.close()
         return None
-    if pid == 0:  # the child: scan, answer, leave without running this process's exit handlers
-        code = 0
-        try:
-            os.close(read_end)
-            queue.close_write()
-            taken: list[int] = []
-            try:
-                value = scan(context, queue.take(pieces, taken))
-                if hasattr(value, "before_transfer"):
-                    value.before_transfer()  # what need not travel (it can be read again)
-                answer = (True, taken, value)
-            except BaseException as e:  # noqa: BLE001 - reported as a failure; the parent rescans
-                answer = (False, taken, repr(e))
-            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(data)
-        except BaseException:  # noqa: BLE001
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    return pid, read_end
+    send.close()
+    return _Child(process, receive)
+
+
+def _child_main(scan, context, pieces: list, queue: _Queue, send) -> None:
+    """In a child: scan the chunks it takes from `queue`, and send back (ok, the chunk numbers
+    taken, what `scan` returned or why it failed), pickled."""
+    import pickle  # (loaded by `multiprocessing` already: a run that forks nothing never loads it)
+
+    queue.close_write()
+    taken: list[int] = []
+    try:
+        value = scan(context, queue.take(pieces, taken))
+        if hasattr(value, "before_transfer"):
+            value.before_transfer()  # what need not travel (it can be read again)
+        answer = (True, taken, value)
+    except BaseException as e:  # noqa: BLE001 - reported as a failure; the parent rescans
+        answer = (False, taken, repr(e))
+    send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    send.close()

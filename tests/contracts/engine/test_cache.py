@@ -370,3 +370,27 @@ def test_a_tree_the_walk_did_not_see_whole_gets_a_stamp_that_sees_every_file(tre
     again = _run(root, cache)
     assert ("pkg/srt/late.py", 1) in {(f.path, f.line) for f in again.findings}
     assert len(again.findings) > len(cold.findings)
+
+
+def test_the_key_holds_the_versions_of_the_tool_its_dependencies_and_python(tree, tmp_path_factory, not_racy,
+                                                                            monkeypatch):
+    """No hand-bumped constant: the key is the tree, the scan plan and `cache.versions()`, which
+    are those `importlib.metadata` reports; another grimp (or import-linter, libcst, Python, this
+    tool) starts a new cache, findings unchanged."""
+    from importlib import metadata
+
+    from contracts._version import __version__
+
+    tool, *deps, python = cache_mod.versions()
+    assert tool == __version__ and python == os.sys.version
+    assert deps == [metadata.version(name) for name in cache_mod.KEYED_DISTRIBUTIONS]
+    root = tree({"pkg/srt/m.py": VIOLATION})
+    cache_dir = tmp_path_factory.mktemp("cache")
+    first = _summary(_run(root, cache_dir))
+    assert _run(root, cache_dir).cache_status == "warm"
+    for i in range(1, 5):
+        changed = list(cache_mod.versions())
+        changed[i] = changed[i] + "-other"
+        monkeypatch.setattr(cache_mod, "_VERSIONS", tuple(changed))
+        result = _run(root, cache_dir)
+        assert result.cache_status == "cold" and _summary(result) == first

@@ -1,6 +1,7 @@
-"""grimp's native scanner as the engine calls it: asked for a file's syntax alone, it says what a
-scan for edges says; loaded without grimp's package `__init__`, grimp is whole for whoever uses
-it afterwards."""
+"""grimp's native scanner as the engine calls it (`grimp_adapter.py`, the only module that imports
+grimp): asked for a file's syntax alone, it says what a scan for edges says; where grimp's
+scanner is missing, changed or not installed, the run reads the files with `ast`, finds the same,
+and says that it fell back."""
 
 from __future__ import annotations
 
@@ -52,34 +53,79 @@ def test_a_scan_for_syntax_alone_parses_and_rejects_what_a_scan_for_edges_does(t
     assert single == {"pkg.a": []}
 
 
-def test_grimp_loaded_for_the_scanner_is_whole_for_whoever_imports_it_next(tmp_path):
-    for rel, text in _FILES.items():
-        if rel in ("pkg/__init__.py", "pkg/a.py", "pkg/c/__init__.py", "pkg/c/d.py"):
-            path = tmp_path / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    code = (
-        "import sys\n"
-        "from contracts.engine.graph import scanner_api\n"
-        "rust, FoundPackage, ModuleFile, Module = scanner_api()\n"
-        "assert 'grimp.main' not in sys.modules, sorted(m for m in sys.modules if 'grimp' in m)\n"
-        "import grimp, threading\n"
-        "seen = []\n"
-        "threads = [threading.Thread(target=lambda: seen.append(callable(grimp.build_graph))) for _ in range(4)]\n"
-        "[t.start() for t in threads]; [t.join() for t in threads]\n"
-        "assert seen == [True] * 4, seen  # (threads asking at once all wait for the one that loads it)\n"
-        "assert not hasattr(grimp, 'no_such_name')\n"
-        "from grimp import build_graph, ImportGraph\n"
-        "assert grimp.Module is Module and isinstance(grimp.__version__, str)\n"
-        "graph = build_graph('pkg', cache_dir=None)\n"
-        "assert isinstance(graph, ImportGraph)\n"
-        "print(sorted(graph.find_modules_directly_imported_by('pkg.a')))\n"
-    )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "['pkg', 'pkg.c.d']"  # (`pkg.b` is not in this tree)
+def test_one_module_of_the_package_imports_grimp():
+    import ast
+
+    package = REPO / "contracts"
+    importers = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "grimp" or n.startswith("grimp.") for n in names):
+                importers.add(path.relative_to(REPO).as_posix())
+    assert importers == {"contracts/engine/grimp_adapter.py"}
+
+
+def test_the_declared_grimp_range_is_the_adapters():
+    from contracts.engine import grimp_adapter
+
+    setup = (REPO / "setup.cfg").read_text()
+    assert f"grimp{grimp_adapter.TESTED_TEXT}\n" in setup
+    lowest, above = grimp_adapter.TESTED
+    assert grimp_adapter.TESTED_TEXT == f">={'.'.join(map(str, lowest))},<{'.'.join(map(str, above))}"
+    assert grimp_adapter.version_problem() is None  # the installed grimp is one of them
+
+
+# Simulated grimps, set up in the run's process before the check: the scanner function grimp's
+# own graph build calls (`grimp._rustgrimp.scan_for_imports`) removed, or taking a renamed keyword.
+_SIMULATED = {
+    "real": "",
+    "missing": "import grimp._rustgrimp as rust\ndel rust.scan_for_imports\n",
+    "renamed": ("import grimp._rustgrimp as rust\nreal = rust.scan_for_imports\n"
+                "def scan_for_imports(*, module_files, found_packages, include_external_packages,\n"
+                "                     exclude_type_checking_imports, file_systems):\n"
+                "    return real(module_files=module_files, found_packages=found_packages,\n"
+                "                include_external_packages=include_external_packages,\n"
+                "                exclude_type_checking_imports=exclude_type_checking_imports, file_system=file_systems)\n"
+                "rust.scan_for_imports = scan_for_imports\n"),
+    "old": "import grimp\ngrimp.__version__ = '3.5'\n",
+    "absent": "import sys\nsys.modules['grimp'] = None\n",
+}
+
+
+def _run_simulated(root, grimp: str, *args: str) -> subprocess.CompletedProcess:
+    code = (_SIMULATED[grimp] + "import sys\nfrom contracts.cli import main\n"
+            f"sys.exit(main(['--config', '.importlinter', '--no-cache', '--format', 'json', *{list(args)!r}]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "NAMESPACE_LINT_JOBS"}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("grimp", ["missing", "renamed", "old", "absent"])
+def test_a_grimp_whose_scanner_is_missing_or_changed_gives_the_same_findings_and_says_it_fell_back(tree, grimp):
+    from .test_parallel import _generated
+
+    root = tree(_generated(tree))
+    real = _run_simulated(root, "real", "--jobs", "2")
+    assert real.returncode == 1, real.stderr
+    assert "native scanner" not in real.stderr
+    for jobs in ("1", "2"):
+        proc = _run_simulated(root, grimp, "--jobs", jobs)
+        assert proc.returncode == 1, proc.stderr
+        assert json.loads(proc.stdout) == json.loads(real.stdout)
+        # Once, on stderr: the run cost more time than it would have.
+        assert proc.stderr.count("grimp's native scanner not used") == 1, proc.stderr
+        assert "read with `ast` instead" in proc.stderr
+        why = {"missing": "scan_for_imports", "renamed": "file_system", "old": "outside the tested range",
+               "absent": "cannot be imported"}[grimp]
+        assert why in proc.stderr, proc.stderr
+    # Under -q the findings alone; under -v the reason, whatever it cost.
+    quiet = _run_simulated(root, grimp, "-q")
+    assert "native scanner" not in quiet.stderr and json.loads(quiet.stdout) == json.loads(real.stdout)
+    verbose = _run_simulated(root, grimp, "-v")
+    assert verbose.stderr.count("grimp's native scanner not used") == 1, verbose.stderr
 
 
 def test_without_a_usable_grimp_a_two_process_run_reads_with_ast_and_finds_the_same(tree):
@@ -92,9 +138,7 @@ def test_without_a_usable_grimp_a_two_process_run_reads_with_ast_and_finds_the_s
         "from contracts.check import run\n"
         "from contracts.engine import graph\n"
         "if sys.argv[1] == 'broken':\n"
-        "    def broken():\n"
-        "        raise ImportError('no grimp here')\n"
-        "    graph.scanner_classes = graph.load_grimp = broken  # (a forked child inherits it)\n"
+        "    sys.modules['grimp'] = None  # (no grimp to import, here or in a forked child)\n"
         "result = run(config.load('.importlinter'), '.', jobs=2)\n"
         "print(json.dumps(sorted((f.path, f.line, f.rule, f.message) for f in result.findings)))\n"
     )
@@ -157,7 +201,7 @@ _HIGHER = {
     "pkg/srt/b.py": "import pkg.kernels.ops.gemm.fused_a_gemm as g\nfrom pkg.srt import a\n",
     "pkg/srt/c.py": "def lazy():\n    from pkg.kernels.ops import (\n        gemm,\n        nosuchgroup,\n    )\n",
     "pkg/srt/d.py": "from ..kernels.ops.layernorm import norm\n",  # relative, from a namespace directory
-    # A syntax error before its import of the package (one after it is not looked for:
+    # A syntax error before its import of the package (one after it is reported too:
     # `test_narrow_cut.py`).
     "pkg/srt/e.py": "def f(:\nfrom pkg.kernels.ops.layernorm.norm import rmsnorm\n",
     "pkg/srt/f.py": "from pkg import kernels\nfrom pkg.kernels.ops.unknown import x\n",
@@ -278,48 +322,9 @@ def test_names_are_kept_for_the_edges_into_a_group_from_outside_it_alone():
     assert _names_for(outside, edges, index) == {1: ("_z",), 2: ("_w",)}
 
 
-def test_the_scanner_told_of_plain_objects_finds_what_it_finds_told_of_grimps_classes(tmp_path, monkeypatch):
-    """`EdgeScanner.light`: the description made of plain objects with grimp's field names gives
-    the edges and errors of one made of grimp's classes; where a grimp refuses them (here, one that
-    takes nothing but its own), the scan is made again with its classes, and so are later ones."""
-    from contracts.engine import graph
-    from contracts.prefixes import PrefixIndex
-
-    files, known, roots = _tree(tmp_path)
-    decoded = frozenset({"pkg.g"})
-    light = EdgeScanner(known, roots).scan(files, decoded)
-    monkeypatch.setattr(EdgeScanner, "light", False)
-    real = EdgeScanner(known, roots).scan(files, decoded)
-    assert light == real and light[0]
-
-    rust = graph._native_module()
-    FoundPackage = graph.scanner_classes()[0]
-
-    class Strict:
-        calls = 0
-
-        def __getattr__(self, name):
-            return getattr(rust, name)
-
-        def scan_for_imports(self, **kw):
-            Strict.calls += 1
-            if not all(isinstance(p, FoundPackage) for p in kw["found_packages"]):
-                raise TypeError("'_FoundPackage' object cannot be converted to 'FoundPackage'")
-            return rust.scan_for_imports(**kw)
-
-    monkeypatch.setattr(EdgeScanner, "light", True)
-    monkeypatch.setattr(graph, "_native_module", lambda: Strict())
-    assert EdgeScanner(known, roots).scan(files, decoded) == real
-    assert EdgeScanner.light is False and Strict.calls >= 2
-    calls = Strict.calls
-    into = EdgeScanner(known, roots).scan_into(files, PrefixIndex(["pkg.c"]), decoded)
-    assert Strict.calls == calls  # (grimp's own classes at once: `scanner_api`, not the refused module)
-    assert into[0]
-
-
 def test_without_a_usable_grimp_a_higher_layers_files_are_read_with_ast_and_find_the_same(tree, monkeypatch):
-    """The files that keep only their edges into the kernel package (cut or not) go to `ast`
-    too where grimp cannot be loaded: the same findings, no crash."""
+    """The files that keep only their edges into the kernel package go to `ast` too where grimp
+    cannot be used: the same findings, no crash."""
     from contracts import config as config_mod
     from contracts.engine import graph
     from contracts.prefixes import PrefixIndex
@@ -332,15 +337,11 @@ def test_without_a_usable_grimp_a_higher_layers_files_are_read_with_ast_and_find
 
     whole = found()
 
-    def broken():
-        raise ImportError("no grimp here")
-
     disc = discover(str(root), ("pkg",))
     narrow = [f for f in disc.files if f.rel.startswith("pkg/srt/") and f.rel != "pkg/srt/g.py"]
     index = PrefixIndex(["pkg.kernels"])
     native = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")}).scan_into(narrow, index)
-    monkeypatch.setattr(graph, "load_grimp", broken)
-    monkeypatch.setattr(graph, "scanner_classes", broken)
+    monkeypatch.setattr(graph, "native_adapter", lambda: None)
     assert found() == whole
     assert {"private-import", "parse-error"} <= {f[3] for f in whole}
     # A scanner whose first call is for such files alone (a process that read no other graph

@@ -22,12 +22,12 @@ from tests.contracts.conftest import REPO, run_cli
 class _Serial(reading_mod._Background):
     """The scans in this thread, in the order they are asked for: the serial run."""
 
-    def submit(self, files, decoded, syntax_only=False, into=None, tag=None, memory=None) -> None:
+    def submit(self, files, decoded, syntax_only=False, into=None, tag=None) -> None:
         if files:
             files = list(files)
             self.asked += 1
             self.done.append((True, files, self.scanner.scan(files, frozenset(decoded), syntax_only) if into is None
-                              else self.scanner.scan_into(files, into, frozenset(decoded), memory), tag))
+                              else self.scanner.scan_into(files, into, frozenset(decoded)), tag))
 
 
 def _generated(tree) -> dict:
@@ -105,10 +105,14 @@ def test_forked_processes_give_what_one_process_gives(tree):
     root = tree(_many(tree))
     one = _cli(root, "--jobs", "1", "--format", "json", "-v")
     assert "in 1 process" in one.stderr, one.stderr
+    assert "one process: one process asked for (--jobs 1)" in one.stderr  # -v says why it stayed serial
+    automatic = _cli(root, "--format", "json", "-v")
+    assert "one process: " in automatic.stderr and "fewer than the 400" in automatic.stderr, automatic.stderr
     for args, env in ((("--jobs", "2"), None), (("--jobs", "3"), None), ((), {workers.ENV: "2"})):
         many = _cli(root, *args, "--format", "json", "-v", env_extra=env)
         assert many.returncode == one.returncode == 1, many.stderr
         assert " processes " in many.stderr, many.stderr  # it did fork
+        assert "one process: " not in many.stderr
         assert many.stdout == one.stdout
     rules = {f["rule"] for f in json.loads(one.stdout)["findings"]}
     assert {"removed-module", "group-boundary", "private-import", "layer", "parse-error"} <= rules
@@ -202,15 +206,37 @@ def test_a_failing_child_costs_only_time():
 
 
 def test_no_fork_where_it_is_unsafe(monkeypatch):
-    monkeypatch.setitem(sys.modules, "grimp._rustgrimp", sys.modules.get("grimp._rustgrimp", object()))
-    assert workers.jobs(2, 10_000) == 1  # grimp's thread pool would not survive a fork
-    monkeypatch.delitem(sys.modules, "grimp._rustgrimp")
-    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
-    assert workers.jobs(1, 10_000) == 1
-    assert workers.jobs(2, 10_000) == 2
+    monkeypatch.setattr(workers, "_native_threads", lambda: 2)
+    assert workers.jobs(2, 10_000) == 1  # a native thread pool (grimp's) would not survive a fork
+    assert "2 native threads" in workers.serial_reason()
+    monkeypatch.setattr(workers, "_native_threads", lambda: None)
+    assert workers.jobs(2, 10_000) == 1  # a platform that does not show them
+    monkeypatch.setattr(workers, "_native_threads", lambda: 0)
+    assert workers.jobs(1, 10_000) == 1 and "--jobs 1" in workers.serial_reason()
+    assert workers.jobs(2, 10_000) == 2 and workers.serial_reason() is None
     monkeypatch.setattr(workers, "cores", lambda: 2)
     assert workers.jobs(0, workers.MIN_FILES - 1) == 1  # too few files to pay for a fork
+    assert "fewer than the" in workers.serial_reason()
     assert workers.jobs(0, workers.MIN_FILES) == 2
+
+
+def test_native_threads_are_counted_whoever_started_them():
+    """Fork safety does not depend on which modules are loaded: a thread this process runs outside
+    Python's `threading` (a native library's pool: here grimp's, once it has scanned) is seen."""
+    code = (
+        "import os, sys\n"
+        "from contracts.engine import workers\n"
+        "assert workers.fork_is_safe(), workers.fork_problem()\n"
+        "import grimp\n"
+        "assert workers.fork_is_safe(), workers.fork_problem()  # loaded, no thread started yet\n"
+        "grimp.build_graph('json', cache_dir=None)  # its scanner's thread pool starts\n"
+        "print(workers.fork_problem())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(REPO)),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    if os.path.isdir("/proc/self/task") and (os.cpu_count() or 1) > 1:
+        assert "native thread" in proc.stdout, proc.stdout
 
 
 def test_missing_imports_read_in_workers_gives_what_one_process_gives(tmp_path):
@@ -264,11 +290,11 @@ def test_the_progress_line_does_not_keep_a_terminal_run_on_one_core(tree):
 def test_an_unknown_thread_keeps_the_run_in_one_process(monkeypatch):
     import threading
 
-    monkeypatch.delitem(sys.modules, "grimp._rustgrimp", raising=False)
+    monkeypatch.setattr(workers, "_native_threads", lambda: 0)
     monkeypatch.setattr(workers.threading, "enumerate", lambda: [threading.current_thread()])
     assert workers.fork_is_safe()  # alone: it may fork
     monkeypatch.undo()
-    monkeypatch.delitem(sys.modules, "grimp._rustgrimp", raising=False)
+    monkeypatch.setattr(workers, "_native_threads", lambda: 0)
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
@@ -294,7 +320,7 @@ def test_no_pipe_or_no_fork_means_one_process(monkeypatch):
 
 
 def test_files_with_cached_records_do_not_count_for_a_fork(monkeypatch):
-    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
+    monkeypatch.setattr(workers, "fork_problem", lambda: None)
     monkeypatch.setattr(workers, "cores", lambda: 2)
     assert workers.jobs(0, 5_000, new=5_000) == 2  # cold
     assert workers.jobs(0, 5_000, new=10) == 1  # a fresh copy: every record there, told by hashes
