@@ -11,8 +11,8 @@ from __future__ import annotations
 from functools import cached_property
 
 from contracts._record import Record
-from contracts.engine.importers import Layout
 from contracts.engine.cache import versions
+from contracts.engine.importers import Layout
 from contracts.prefixes import PrefixIndex
 
 # A file larger than this is reported (`not-scanned`) before a byte of it is read: the run's
