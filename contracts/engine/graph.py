@@ -82,11 +82,17 @@ class _Fallback:
         self.reason: str | None = None
         self.files = 0
         self.adapter = None  # `grimp_adapter`, once imported and found usable
+        self.stopped: str | None = None  # why it is never used in this process (`stop`)
+
+    def begin_build(self) -> None:
+        """A new build of a tree: what an earlier build in this process noted of its own scans
+        is not this build's (a scanner that cannot be used stays so, for the same reason)."""
+        self.reason, self.files = self.stopped, 0
 
     def stop(self, reason: str) -> None:
         """grimp's scanner is not used again in this process, for `reason` (it cannot be: grimp
         is missing, outside the tested range, or its scanner is not called as it was)."""
-        self.reason, self.adapter = reason, False
+        self.reason, self.adapter, self.stopped = reason, False, reason
 
     def note(self, reason: str) -> None:
         """One scan did without grimp's scanner, for `reason` (a failure of that scan alone)."""
@@ -130,6 +136,7 @@ class EdgeScanner:
     """
 
     def __init__(self, known: dict[str, SourceFile], roots: dict[str, str]) -> None:
+        _FALLBACK.begin_build()  # (one scanner per build: its notes start empty)
         self.known, self.roots = known, roots
         self._whole = None  # the description of the whole tree (`_description`)
         self._within: dict = {}  # PrefixIndex -> the known modules under it (`scan_into`)

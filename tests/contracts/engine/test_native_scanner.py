@@ -350,3 +350,22 @@ def test_without_a_usable_grimp_a_higher_layers_files_are_read_with_ast_and_find
     by_ast = EdgeScanner(disc.by_module, {"pkg": str(root / "pkg")}).scan_into(narrow, index)
     assert by_ast[0].keys() == native[0].keys() and by_ast[1].keys() == native[1].keys()
     assert {m: e for m, e in by_ast[0].items() if m != "pkg.srt.f"} == {m: e for m, e in native[0].items() if m != "pkg.srt.f"}
+
+
+def test_a_builds_fallback_note_is_not_the_next_builds():
+    """What one build noted of its own scans (a batch grimp failed on) is not reported by the next
+    build in the same process; a scanner that cannot be used at all stays so, and says why."""
+    from contracts.engine import graph as graph_mod
+
+    state = graph_mod._FALLBACK
+    saved = (state.reason, state.files, state.adapter, state.stopped)
+    try:
+        state.note("grimp's scanner failed (UnicodeError: one file)")
+        state.files = 3
+        graph_mod.EdgeScanner({}, {})
+        assert graph_mod.native_fallback() == (None, 0)
+        state.stop("grimp 3.5 is outside the tested range")
+        graph_mod.EdgeScanner({}, {})
+        assert graph_mod.native_fallback() == ("grimp 3.5 is outside the tested range", 0)
+    finally:
+        state.reason, state.files, state.adapter, state.stopped = saved
