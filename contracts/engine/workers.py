@@ -260,10 +260,11 @@ class _Queue:
 
 
 class _Child:
-    """A forked child (`multiprocessing.Process`) and the read end of its answer."""
+    """A forked child (`multiprocessing.Process`) and the read end of its answer (a pipe's file
+    descriptor: `multiprocessing.connection` would add 3 ms of imports to every run that forks)."""
 
-    def __init__(self, process, connection) -> None:
-        self.process, self.connection = process, connection
+    def __init__(self, process, receive_fd: int) -> None:
+        self.process, self.receive_fd = process, receive_fd
         self.answer: list[bytes] = []
         self.reader = None
 
@@ -275,11 +276,12 @@ class _Child:
 
     def _read(self) -> None:
         try:
-            self.answer.append(self.connection.recv_bytes())
-        except (EOFError, OSError):  # it died before answering: its chunks are scanned here
-            pass
-        finally:
-            self.connection.close()
+            with open(self.receive_fd, "rb") as answer:  # (to EOF: the child closes its end when done)
+                data = answer.read()
+        except OSError:  # it died before answering: its chunks are scanned here
+            return
+        if data:
+            self.answer.append(data)
 
     def result(self):
         """(the chunk numbers it took, what `scan` returned), or None if it failed."""
@@ -304,7 +306,7 @@ def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
 
     forking = multiprocessing.get_context("fork")
     try:
-        receive, send = forking.Pipe(duplex=False)
+        receive, send = os.pipe()
     except OSError:
         return None
     process = forking.Process(target=_child_main, args=(scan, context, pieces, queue, send),
@@ -312,14 +314,14 @@ def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
     try:
         process.start()
     except OSError:
-        receive.close()
-        send.close()
+        os.close(receive)
+        os.close(send)
         return None
-    send.close()
+    os.close(send)
     return _Child(process, receive)
 
 
-def _child_main(scan, context, pieces: list, queue: _Queue, send) -> None:
+def _child_main(scan, context, pieces: list, queue: _Queue, send: int) -> None:
     """In a child: scan the chunks it takes from `queue`, and send back (ok, the chunk numbers
     taken, what `scan` returned or why it failed), pickled."""
     import pickle  # (loaded by `multiprocessing` already: a run that forks nothing never loads it)
@@ -333,5 +335,5 @@ def _child_main(scan, context, pieces: list, queue: _Queue, send) -> None:
         answer = (True, taken, value)
     except BaseException as e:  # noqa: BLE001 - reported as a failure; the parent rescans
         answer = (False, taken, repr(e))
-    send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-    send.close()
+    with open(send, "wb") as out:
+        out.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
