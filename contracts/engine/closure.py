@@ -23,12 +23,13 @@ from __future__ import annotations
 import re
 
 from contracts.engine.files import read_regular
+from contracts.engine.import_forms import prefix_pattern_bytes
 from contracts.engine.records import GRAPH, MAX_READ_BYTES
 
 # An import statement's head at the start of a line: `from X import` or `import` (after PEP 810's
 # `lazy`, if written). What follows is read by hand (`import_lines`): names in brackets up to the
 # next `)` (found once, not per line), else to the end of the line. A match inside a string only adds a module to scan.
-_HEAD = re.compile(rb"[ \t]*(?:lazy[ \t]+)?(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*|import[ \t]+)")
+_HEAD = re.compile(rb"[ \t]*" + prefix_pattern_bytes(rb"[ \t]") + rb"(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*|import[ \t]+)")
 _REST = re.compile(rb"[^\n#;]*")
 _AS = re.compile(rb"[ \t]+as[ \t]+\w+")
 _COMMENT = re.compile(rb"#[^\n]*")

@@ -21,6 +21,7 @@ import re
 from contracts._record import Record
 from contracts.engine.discover import SourceFile
 from contracts.engine.files import read_regular
+from contracts.engine.import_forms import prefix_pattern
 from contracts.engine.resolve import is_under, physical_lines
 
 MAX_READ_BYTES = 64 * 2**20  # as records.py: what the run read once it reads again
@@ -321,13 +322,13 @@ def edges_from_refs(refs, known, data: bytes | None = None) -> list[tuple]:
 # `from <module> import <names>` at the start of a line: what nearly every import is (`lazy`,
 # PEP 810's soft keyword, may come first). Anything
 # else (a statement after `;` or `:`, a backslash continuation) goes to the exact ast path.
-_FROM_HEAD = re.compile(r"\s*(?:lazy\s+)?from\s*[.\w]+\s*import\b\s*(.*)$", re.S)
+_FROM_HEAD = re.compile(r"\s*" + prefix_pattern(r"\s") + r"from\s*[.\w]+\s*import\b\s*(.*)$", re.S)
 _NAME_ITEM = re.compile(r"(\*|\w+)(?:\s+as\s+\w+)?")
-_PLAIN_IMPORT = re.compile(r"\s*(?:lazy\s+)?import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*\s*(?:#.*)?$", re.S)
+_PLAIN_IMPORT = re.compile(r"\s*" + prefix_pattern(r"\s") + r"import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*\s*(?:#.*)?$", re.S)
 
 
 # PEP 810's `lazy` before a statement: dropped before `ast` (older than 3.15) reads its names.
-_LAZY_KEYWORD = re.compile(r"\Alazy[ \t\f]+(?=from\b|import\b)")
+_LAZY_KEYWORD = re.compile(r"\A" + prefix_pattern(r"[ \t\f]")[:-1] + r"(?=from\b|import\b)")
 
 
 def is_plain_import(line: str) -> bool:

@@ -38,6 +38,7 @@ import operator
 import re
 
 from contracts.engine.graph import names_from_text
+from contracts.engine.import_forms import strip_prefix
 from contracts.engine.resolve import CLAUSE_WORDS, matches_after, resolve_relative
 from contracts.prefixes import PrefixIndex
 
@@ -347,9 +348,7 @@ def _line_start(data: bytes, offset: int) -> int:
 def _starts_statement(head: str) -> bool:
     """Can a statement start after `head`, the text before it on its line? At the start (blanks
     only), or after `;` or a compound statement's `:`; PEP 810's `lazy` keyword may come between."""
-    head = head.rstrip(" \t\f")
-    if head.endswith("lazy") and (len(head) == 4 or head[-5] in " \t\f;:"):
-        head = head[:-4].rstrip(" \t\f")
+    head = strip_prefix(head.rstrip(" \t\f"))
     return not head or head[-1] in ":;"
 
 
