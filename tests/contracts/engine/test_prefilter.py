@@ -201,11 +201,20 @@ def _walked(data: bytes, module: str, is_package: bool, prefixes) -> set:
         elif isinstance(node, ast.Call) and _dynamic_target(node) is not None:
             found.append((node.args[0].lineno, _dynamic_target(node)))
             consumed.add(id(node.args[0]))
+    text = data.decode("utf-8")
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in consumed \
-                and _TARGET.fullmatch(node.value):
+                and _TARGET.fullmatch(node.value) and _root_written_whole(text, node):
             found.append((node.lineno, node.value.partition(":")[0]))
     return {(line, name) for line, name in found if is_under_any(name, prefixes)}
+
+
+def _root_written_whole(text: str, node: ast.Constant) -> bool:
+    """Is the root package's name of the string target `node` written whole in the source, not
+    split across implicitly joined pieces (`"oth" "er.old"`) or escaped? The prefilter promises
+    to find a target only then (its docstring and docs/guarantees.md say so)."""
+    segment = ast.get_source_segment(text, node)
+    return segment is None or node.value.partition(".")[0] in segment
 
 
 def _dynamic_target(call: ast.Call) -> str | None:
@@ -236,6 +245,9 @@ def _read(refs, prefixes) -> set:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=source(), place=st.sampled_from(PLACES), shared=st.booleans())
+# A target split inside its root's name is not promised (hypothesis found it); split after it, it is.
+@example(data=b'target = patch("oth" "er.old")\n', place=PLACES[0], shared=False)
+@example(data=b'target = patch("other" ".old")\nt2 = "pkg.srt" ".x"\n', place=PLACES[0], shared=True)
 def test_the_hot_lines_of_two_prefilters_in_one_pass_hold_every_reference_ast_walk_finds(data, place, shared):
     """`joint_hits`, the read's fast path: for each of two prefilters read in one pass over the
     file's mentions (CRLF text included, with or without the mentions found once for both), the
