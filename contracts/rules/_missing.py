@@ -19,7 +19,7 @@ from __future__ import annotations
 from contracts.config import Config, MissingSpec
 from contracts.engine import workers
 from contracts.engine.files import read_capped
-from contracts.engine.import_lines import WHOLE_FILE, StatementReader
+from contracts.engine.import_lines import WHOLE_FILE, StatementReader, from_rows
 from contracts.engine.index import ModuleIndex, plain_value, text_definitions
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
@@ -93,7 +93,8 @@ class _Analysis:
         for f in model.discovery.files:
             done = read.get(f.rel)
             if done is not None:
-                found, doubt, whole, fact, defs[f.module] = done
+                rows, doubt, whole, fact, defs[f.module] = done
+                found = from_rows(rows)
                 doubt = WHOLE_FILE if whole else doubt
             else:
                 data = texts.get(f.rel)
