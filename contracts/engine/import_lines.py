@@ -39,6 +39,7 @@ _AFTER_SEPARATOR = re.compile(rb"[;:][ \t\f]*(?:lazy[ \t\f]+)?(?:from[ \t\f]+[.\
 _IDENT = re.compile(rb"[A-Za-z_]\w*\Z")
 _DOTTED = re.compile(rb"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 _LITERAL = re.compile(rb"""(["'])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?)\1""")
+_QUOTES = {ord('"'): 0, ord("'"): 1}  # (`_quoted_roots`: double quotes first, as they were searched)
 MAX_STATEMENT_LINES = 200
 UNSURE = "unsure"
 WHOLE_FILE = [0]  # `read`'s answer when no line can be trusted (a lone carriage return)
@@ -232,21 +233,29 @@ class StatementReader:
         return None, at
 
     def _strings(self, hay: bytes, out: list[Statement]) -> None:
-        """Append the string targets under the roots."""
-        for quote in (b'"', b"'"):
-            for root in self.roots:
-                needle = quote + root + b"."
-                pos = hay.find(needle)
-                while pos >= 0:
-                    m = _LITERAL.match(hay, pos)
-                    if m is not None:
-                        value = m.group(2).decode()
-                        module, _, attr = value.partition(":")
-                        if attr:
-                            out.append(Statement(hay.count(b"\n", 0, pos) + 1, "string", module, (attr,)))
-                        elif _called(hay, pos):
-                            out.append(Statement(hay.count(b"\n", 0, pos) + 1, "importlib", module, ()))
-                    pos = hay.find(needle, pos + 1)
+        """Append the string targets under the roots (those in double quotes first)."""
+        for quote, root, pos in sorted(self._quoted_roots(hay)):
+            m = _LITERAL.match(hay, pos)
+            if m is not None:
+                value = m.group(2).decode()
+                module, _, attr = value.partition(":")
+                if attr:
+                    out.append(Statement(hay.count(b"\n", 0, pos) + 1, "string", module, (attr,)))
+                elif _called(hay, pos):
+                    out.append(Statement(hay.count(b"\n", 0, pos) + 1, "importlib", module, ()))
+
+    def _quoted_roots(self, hay: bytes):
+        """(0 for `"`, 1 for `'`; the root's rank; the quote's offset) of each quote that opens a
+        root's dotted name: one search per root, not one per root and quote (the search is most
+        of the cost)."""
+        for rank, root in enumerate(self.roots):
+            key = root + b"."
+            pos = hay.find(key, 1)
+            while pos >= 0:
+                quote = _QUOTES.get(hay[pos - 1])
+                if quote is not None:
+                    yield quote, rank, pos - 1
+                pos = hay.find(key, pos + 1)
 
 
 def _statement(parsed: tuple, line: int, hay: bytes, start: int) -> Statement:
