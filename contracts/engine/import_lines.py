@@ -23,7 +23,8 @@ String targets are read the same way: `"module:attr"` literals and the first arg
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import namedtuple
+from functools import partial
 
 from contracts.engine.scan import declared_encoding, searchable
 
@@ -38,29 +39,39 @@ _AFTER_SEPARATOR = re.compile(rb"[;:][ \t\f]*(?:lazy[ \t\f]+)?(?:from[ \t\f]+[.\
 _IDENT = re.compile(rb"[A-Za-z_]\w*\Z")
 _DOTTED = re.compile(rb"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 _LITERAL = re.compile(rb"""(["'])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?)\1""")
+_QUOTES = {ord('"'): 0, ord("'"): 1}  # (`_quoted_roots`: double quotes first, as they were searched)
 MAX_STATEMENT_LINES = 200
 UNSURE = "unsure"
 WHOLE_FILE = [0]  # `read`'s answer when no line can be trusted (a lone carriage return)
 
 
-@dataclass(frozen=True)
-class Statement:
+class Statement(namedtuple("Statement", "line kind module names level indent bound", defaults=(0, 0, ()))):
     """One import statement (or string target) as the text shows it.
 
     `kind`: 'import' (`names` are the dotted modules), 'from' (`module` with `level` dots,
     `names` the imported names, `*` for a star), 'string' (`module:attr`, `names` = (attr,)),
     'importlib' (`import_module("module")`). `indent`: 0 when the statement's line starts at
     column 0 (possibly module level). `bound`: the names the statement binds.
+
+    A named tuple: every file's statements are made in a worker and sent to the main process
+    (`as_rows`), and a frozen dataclass costs several times as much to make and to unpickle.
     """
 
-    line: int
-    kind: str
-    module: str | None
-    names: tuple[str, ...]
-    level: int = 0
-    indent: int = 0
-    bound: tuple[str, ...] = ()
+    __slots__ = ()
 
+
+def as_rows(statements: list[Statement]) -> list[tuple]:
+    """`statements` as plain tuples, for a worker to send: a plain tuple pickles several times
+    faster than a named tuple, which pickle rebuilds through its Python-level `__new__`."""
+    return list(map(tuple, statements))
+
+
+def from_rows(rows: list[tuple]) -> list[Statement]:
+    """The `Statement`s `as_rows` made plain."""
+    return list(map(_STATEMENT, rows))
+
+
+_STATEMENT = partial(tuple.__new__, Statement)  # (a row's fields, in order: no check, no copy)
 
 class StatementReader:
     """Reads files for one run: `roots` are the root package names whose statements are wanted;
@@ -222,21 +233,29 @@ class StatementReader:
         return None, at
 
     def _strings(self, hay: bytes, out: list[Statement]) -> None:
-        """Append the string targets under the roots."""
-        for quote in (b'"', b"'"):
-            for root in self.roots:
-                needle = quote + root + b"."
-                pos = hay.find(needle)
-                while pos >= 0:
-                    m = _LITERAL.match(hay, pos)
-                    if m is not None:
-                        value = m.group(2).decode()
-                        module, _, attr = value.partition(":")
-                        if attr:
-                            out.append(Statement(hay.count(b"\n", 0, pos) + 1, "string", module, (attr,)))
-                        elif _called(hay, pos):
-                            out.append(Statement(hay.count(b"\n", 0, pos) + 1, "importlib", module, ()))
-                    pos = hay.find(needle, pos + 1)
+        """Append the string targets under the roots (those in double quotes first)."""
+        for quote, root, pos in sorted(self._quoted_roots(hay)):
+            m = _LITERAL.match(hay, pos)
+            if m is not None:
+                value = m.group(2).decode()
+                module, _, attr = value.partition(":")
+                if attr:
+                    out.append(Statement(hay.count(b"\n", 0, pos) + 1, "string", module, (attr,)))
+                elif _called(hay, pos):
+                    out.append(Statement(hay.count(b"\n", 0, pos) + 1, "importlib", module, ()))
+
+    def _quoted_roots(self, hay: bytes):
+        """(0 for `"`, 1 for `'`; the root's rank; the quote's offset) of each quote that opens a
+        root's dotted name: one search per root, not one per root and quote (the search is most
+        of the cost)."""
+        for rank, root in enumerate(self.roots):
+            key = root + b"."
+            pos = hay.find(key, 1)
+            while pos >= 0:
+                quote = _QUOTES.get(hay[pos - 1])
+                if quote is not None:
+                    yield quote, rank, pos - 1
+                pos = hay.find(key, pos + 1)
 
 
 def _statement(parsed: tuple, line: int, hay: bytes, start: int) -> Statement:

@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import difflib
-import hashlib
 import os
 import re
 import warnings
@@ -697,13 +695,37 @@ class ModuleIndex:
             return set(self._definers[key])
         result: set[str] | None = None
         for name in sorted(names, key=len, reverse=True):  # the longest name is the rarest
-            found = {m for m in self.modules_containing(name) if self.defines(m, name)}
+            found = {m for m in self._may_define(name) if self.defines(m, name)}
             found |= {m.rpartition(".")[0] for m in self.children(name) if "." in m}
             result = found if result is None else result & found
             if not result:
                 break
         self._definers[key] = frozenset(result or ())
         return set(self._definers[key])
+
+
+    def _may_define(self, name: str) -> set[str]:
+        """The modules that spell `name` where `defines` could find it defined: as a whole word at
+        a line's start, after indentation and `def`/`class` or none (`_defines_at`). A common
+        word (`quant` in `quantize`) is otherwise a test of every module that merely spells it."""
+        key = name.encode()
+        searched = self._containing.get(key)
+        if searched is not None or _IDENTIFIER.fullmatch(key) is None:
+            return set(searched) if searched is not None else self.modules_containing(name)
+        ends = re.compile(re.escape(key) + rb"(?![A-Za-z0-9_\x80-\xff])")
+        return {m for m, text in self._haystack() if key in text and _definition_spelled(text, len(key), ends)}
+
+
+def _definition_spelled(text: bytes, size: int, ends) -> bool:
+    """Is a whole-word occurrence of the word `ends` finds (`size` bytes long) spelled as a
+    definition would be (`_defines_at`, on any line)?"""
+    pos = 0
+    while (m := ends.search(text, pos)) is not None:
+        start = m.start()
+        if (start == 0 or text[start - 1] not in _WORD) and _defines_at(text, start, size, False):
+            return True
+        pos = start + 1
+    return False
 
 
 def _spelling(sources: list[bytes], word: bytes) -> list[bytes]:
@@ -775,6 +797,8 @@ class Definition:
     @cached_property
     def digest(self) -> str:
         """Of the normalized block."""
+        import hashlib  # (start-up: 2.6 ms with `difflib`; only a tree's definitions are compared)
+
         return hashlib.sha1(self.flat.encode("utf-8", "surrogatepass")).hexdigest()
 
     @cached_property
@@ -820,6 +844,8 @@ def similarity(a: Definition, b: Definition, floor: float = 0.0) -> float:
     found = _SIMILARITY.get(key)
     if found is None:
         # The same pair is compared again by the name pass after the module pass.
+        import difflib  # (start-up: see `Definition.digest`)
+
         matcher = difflib.SequenceMatcher(None, a.chunks, b.chunks, autojunk=False)
         if floor and (matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor):
             found = 0.0

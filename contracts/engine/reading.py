@@ -322,18 +322,18 @@ class _PartReader:
 
 
 def _statements_of(reader, data: bytes) -> tuple:
-    """What the plan's `statement_roots` ask of every file's text: (statements, unsure lines,
-    whole file unsure, its `runtime.text_facts`, the names of its column-0 `def`s and
-    `class`es); plain values, for a worker to send. (Read here, on every core, rather than
-    after the read.)"""
+    """What the plan's `statement_roots` ask of every file's text: (statements, as
+    `import_lines.as_rows`, unsure lines, whole file unsure, its `runtime.text_facts`, the names
+    of its column-0 `def`s and `class`es); plain values, for a worker to send. (Read here, on
+    every core, rather than after the read.)"""
     # (start-up: ~14 ms for `index` and `runtime`, only for a plan with `statement_roots`)
-    from contracts.engine.import_lines import WHOLE_FILE
+    from contracts.engine.import_lines import WHOLE_FILE, as_rows
     from contracts.engine.index import defs_at_column_0
     from contracts.engine.runtime import text_facts
 
     found, doubt = reader.read(data)
     whole = doubt is WHOLE_FILE  # (an identity: it would not survive pickling)
-    return found, [] if whole else doubt, whole, text_facts(data), defs_at_column_0(data)
+    return as_rows(found), [] if whole else doubt, whole, text_facts(data), defs_at_column_0(data)
 
 
 def store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dict, plan: ScanPlan,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from contracts.config import Config, MissingSpec
 from contracts.engine import workers
 from contracts.engine.files import read_capped
-from contracts.engine.import_lines import WHOLE_FILE, StatementReader
+from contracts.engine.import_lines import WHOLE_FILE, StatementReader, from_rows
 from contracts.engine.index import ModuleIndex, plain_value, text_definitions
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
@@ -66,6 +66,7 @@ class _Analysis:
         self.packages = spec.packages_for(config.root_packages)
         self.removed = tuple(p for r in config.removed for p in r.removed)
         self._checked: dict[str, bool] = {}
+        self._suspects: dict[tuple, bool] = {}  # (kind, module, names) -> `_suspect`
 
     def internal(self, module: str) -> bool:
         return any(is_under(module, p) for p in self.packages)
@@ -92,7 +93,8 @@ class _Analysis:
         for f in model.discovery.files:
             done = read.get(f.rel)
             if done is not None:
-                found, doubt, whole, fact, defs[f.module] = done
+                rows, doubt, whole, fact, defs[f.module] = done
+                found = from_rows(rows)
                 doubt = WHOLE_FILE if whole else doubt
             else:
                 data = texts.get(f.rel)
@@ -160,23 +162,30 @@ class _Analysis:
         return sorted({s.line for s in stmts if self._suspect(f, s)})
 
     def _suspect(self, f, s) -> bool:
-        index = self.index
-        if s.kind == "from":
-            base = s.module if not s.level else resolve_relative(f.module, f.is_package, s.level, s.module)
+        """May something `s` imports be missing? Asked once per statement text (its module
+        resolved): the same statements recur across a tree's files."""
+        base = s.module
+        if s.kind == "from" and s.level:
+            base = resolve_relative(f.module, f.is_package, s.level, s.module)
             if base is None:
                 return True
-            if not self.checked(base):
-                return False
-            if index.missing(base):
-                return True
-            return any(name != "*" and index.binds(base, name, self.internal) is False for name in s.names)
-        if s.kind == "import":
-            return any(self.checked(m) and index.missing(m) for m in s.names)
-        if not self.checked(s.module):
+        key = (s.kind, base, s.names)
+        verdict = self._suspects.get(key)
+        if verdict is None:
+            verdict = self._suspects[key] = self._statement_suspect(s.kind, base, s.names)
+        return verdict
+
+    def _statement_suspect(self, kind: str, base: str | None, names: tuple[str, ...]) -> bool:
+        index = self.index
+        if kind == "import":
+            return any(self.checked(m) and index.missing(m) for m in names)
+        if not self.checked(base):
             return False
-        if index.missing(s.module):
+        if index.missing(base):
             return True
-        return s.kind == "string" and index.binds(s.module, s.names[0].split(".", 1)[0], self.internal) is False
+        if kind == "from":
+            return any(name != "*" and index.binds(base, name, self.internal) is False for name in names)
+        return kind == "string" and index.binds(base, names[0].split(".", 1)[0], self.internal) is False
 
     # ---- pass 2: `ast`, for the suspects
 
