@@ -26,22 +26,26 @@ import re
 from collections import namedtuple
 from functools import partial
 
+from contracts.engine.import_forms import IMPORT_PREFIXES, prefix_pattern_bytes
 from contracts.engine.scan import declared_encoding, searchable
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | frozenset(range(128, 256))
+_PREFIX = prefix_pattern_bytes(rb"[ \t\f]")  # a soft keyword before the statement (`import_forms`)
 # A statement head on its own line: `from <dots><module> import <rest>` or `import <rest>`, either
 # after PEP 810's soft keyword `lazy` (`lazy import a.b`, `lazy from a import b`; Python 3.15).
-_HEAD = re.compile(rb"[ \t\f]*(?:lazy[ \t\f]+)?(?:from(?=[ \t\f.])[ \t\f]*(\.*)[ \t\f]*([A-Za-z_][\w.]*)?[ \t\f]*import(?![\w])(.*)"
+_HEAD = re.compile(rb"[ \t\f]*" + _PREFIX + rb"(?:from(?=[ \t\f.])[ \t\f]*(\.*)[ \t\f]*([A-Za-z_][\w.]*)?[ \t\f]*import(?![\w])(.*)"
                    rb"|import(?![\w])(.*))\Z", re.S)
 # The text before a keyword that may start a statement there: after `;`, or after a `:` that
 # ends a compound header (`if TYPE_CHECKING: import x`, `try: from a import b`).
-_AFTER_SEPARATOR = re.compile(rb"[;:][ \t\f]*(?:lazy[ \t\f]+)?(?:from[ \t\f]+[.\w \t\f]*)?\Z")
+_AFTER_SEPARATOR = re.compile(rb"[;:][ \t\f]*" + _PREFIX + rb"(?:from[ \t\f]+[.\w \t\f]*)?\Z")
 _IDENT = re.compile(rb"[A-Za-z_]\w*\Z")
 _DOTTED = re.compile(rb"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 _LITERAL = re.compile(rb"""(["'])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?)\1""")
 _QUOTES = {ord('"'): 0, ord("'"): 1}  # (`_quoted_roots`: double quotes first, as they were searched)
 MAX_STATEMENT_LINES = 200
 UNSURE = "unsure"
+# What may stand before a statement's keyword on its line and still begin it there.
+_BARE_HEADS = frozenset({b"", *(word.encode() for word in IMPORT_PREFIXES)})
 WHOLE_FILE = [0]  # `read`'s answer when no line can be trusted (a lone carriage return)
 
 
@@ -149,7 +153,7 @@ class StatementReader:
         "more" when it continues on the next lines."""
         head = text[:at]
         m = _HEAD.match(text)
-        if m is None or (head.strip(b" \t\f") not in (b"", b"lazy") and m.group(3) is None):
+        if m is None or (head.strip(b" \t\f") not in _BARE_HEADS and m.group(3) is None):
             return UNSURE if m is None and _AFTER_SEPARATOR.search(head) else False
         if m.group(4) is not None:
             return self._import(m.group(4))
@@ -234,7 +238,7 @@ class StatementReader:
 
     def _strings(self, hay: bytes, out: list[Statement]) -> None:
         """Append the string targets under the roots (those in double quotes first)."""
-        for quote, root, pos in sorted(self._quoted_roots(hay)):
+        for _quote, _root, pos in sorted(self._quoted_roots(hay)):
             m = _LITERAL.match(hay, pos)
             if m is not None:
                 value = m.group(2).decode()
