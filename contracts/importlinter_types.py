@@ -46,6 +46,16 @@ def _config_path() -> str | None:
     return config_mod.config_source.importlinter_choice(os.getcwd())
 
 
+def _fallback_note() -> None:
+    """Once per run, where grimp's native scanner was not used and files were read with `ast`
+    instead (more slowly): why, as the CLI says it (`cli._engine_notes`)."""
+    graph = sys.modules.get("contracts.engine.graph")  # (not loaded: nothing was scanned)
+    reason, files = graph.native_fallback() if graph is not None else (None, 0)
+    if reason is not None and files:
+        print(f"namespace-lint: note: grimp's native scanner not used: {reason}; {files} "
+              f"file{'' if files == 1 else 's'} read with `ast` instead, more slowly", file=sys.stderr)
+
+
 def _no_cache() -> bool:
     return "--no-cache" in sys.argv[1:]
 
@@ -123,6 +133,7 @@ class _OwnContract(Contract):
             raise
         for line in result.warnings:  # once per run, not per contract
             print(f"namespace-lint: warning: {line}", file=sys.stderr)
+        _fallback_note()
         return result
 
     def check(self, graph, verbose: bool) -> ContractCheck:

@@ -352,6 +352,30 @@ def test_without_a_usable_grimp_a_higher_layers_files_are_read_with_ast_and_find
     assert {m: e for m, e in by_ast[0].items() if m != "pkg.srt.f"} == {m: e for m, e in native[0].items() if m != "pkg.srt.f"}
 
 
+def test_the_lint_imports_face_says_once_that_it_fell_back(tree):
+    """`lint-imports` runs the same engine: with a grimp outside the adapter's tested range (one
+    whose scanner is gone would stop import-linter's own graph first) its findings are the real
+    grimp's, and it says once on stderr why files were read more slowly."""
+    from .test_parallel import _generated
+
+    root = tree(_generated(tree))
+
+    def lint_imports(grimp: str) -> subprocess.CompletedProcess:
+        code = (_SIMULATED[grimp] + "import sys\nfrom importlinter.cli import lint_imports\n"
+                "sys.argv = ['lint-imports', '--no-cache']  # (this tool's cache too: each run is cold)\n"
+                "sys.exit(lint_imports(config_filename='.importlinter', no_cache=True))\n")
+        env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="400")
+        return subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    real, missing = lint_imports("real"), lint_imports("old")
+    assert "native scanner" not in real.stderr, real.stderr
+    assert missing.returncode == real.returncode == 1, missing.stderr
+    assert missing.stdout == real.stdout
+    assert missing.stderr.count("grimp's native scanner not used") == 1, missing.stderr
+    assert "outside the tested range" in missing.stderr and "read with `ast` instead" in missing.stderr
+
+
 def test_a_builds_fallback_note_is_not_the_next_builds():
     """What one build noted of its own scans (a batch grimp failed on) is not reported by the next
     build in the same process; a scanner that cannot be used at all stays so, and says why."""
