@@ -123,13 +123,19 @@ def line_holding(data: bytes, line: int, text: str) -> int | None:
         needle = text.strip().encode("utf-8")
     except UnicodeEncodeError:
         return None
-    if not needle or line < 1:
+    if not needle or line < 1 or b"\r" in data:
         return None
-    start = _line_start(data, line)
-    if start is None:
-        return None
-    end = data.find(b"\n", start)
-    return start if data.find(needle, start, end if end >= 0 else len(data)) >= 0 else None
+    # Found from the text's occurrences, each numbered by counting the newlines before it (both
+    # at C speed), not by stepping line by line to `line`: an import deep in a long file is
+    # found in a few microseconds.
+    pos, counted, row = data.find(needle), 0, 1
+    while 0 <= pos:
+        row += data.count(b"\n", counted, pos)
+        counted = pos
+        if row >= line:
+            return data.rfind(b"\n", 0, pos) + 1 if row == line else None
+        pos = data.find(needle, pos + 1)
+    return None
 
 
 def physical_lines(data: bytes) -> list[str]:
