@@ -30,3 +30,14 @@ _PIECES = [b"import a\n", b"from a import b\n", b"    import a\n", b"x = 1\n", b
 @example(data=b"x = 1\n" * 500 + b"    import a\n", line=501, text="import a")  # deep in a long file
 def test_the_line_holding_a_text_is_found_as_by_splitting_the_file(data, line, text):
     assert line_holding(data, line, text) == _by_splitting(data, line, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.lists(st.sampled_from(_PIECES), max_size=30).map(b"".join),
+       asks=st.lists(st.tuples(st.integers(1, 35), st.sampled_from(["import a", "from a import b", "x = 1", "a"])),
+                     max_size=12))
+def test_many_asks_on_one_text_in_any_order_give_the_same_lines(data, asks):
+    """The search resumes where the last one on the same text ended: in order or not, each answer
+    is the one splitting the file gives."""
+    for line, text in asks:
+        assert line_holding(data, line, text) == _by_splitting(data, line, text)
