@@ -91,7 +91,7 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
         from contracts.engine.import_lines import StatementReader
 
         reader = StatementReader(plan.statement_roots)
-    if forking:
+    if forking and not plan.looks_for_nothing:  # (a plan that routes no file to grimp never imports it)
         native_adapter()  # (None: no usable grimp; each scan then reads its files with `ast`)
     return prefilter_for(plan), graph_prefilter_for(plan), reader
 
