@@ -123,6 +123,34 @@ def _states_names(stub: bytes) -> bool:
     return bool(body)
 
 
+# The line under its decorators that names a top-level `def` or `class`.
+_DEF_HEAD = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)")
+
+
+# A line that cannot start a top-level statement after a `def` or `class` line: blank, indented, a
+# comment, or the `):` closing a signature that runs over several lines.
+_INSIDE = re.compile(r"[ \t#]|$|\)[ \t]*(?:->[^#]*)?:[ \t]*(?:#|$)")
+
+
+def _binds_only_others(name: str):
+    """`keep_hot_statements`' `drop` for the statements that may bind `name`: a top-level `def` or
+    `class` of another name, which binds only its own name at module level (what `module_bindings`
+    reads of it; a function's `global` statements too, so one that spells `global` is kept).
+    Most lines that spell a name are its uses inside functions: their parse is spared."""
+    def drop(lines: list[str]) -> bool:
+        # (under decorators, the first line at column 0 that starts a `def` or `class`)
+        at = next((i for i, line in enumerate(lines) if _DEF_HEAD.match(line)), None) if lines[0].startswith("@") else 0
+        m = None if at is None else _DEF_HEAD.match(lines[at])
+        if m is None or m.group(1) in (name, "__getattr__") or m.group(2) == name:
+            return False
+        # The window's statements are found by their first line: one that starts otherwise than
+        # with a letter (`(a, b) = ...`) is still part of the statement before; keep such a run.
+        if not all(_INSIDE.match(line) for line in lines[at + 1:]):
+            return False
+        return m.group(2) is not None or not any("global" in line for line in lines)
+    return drop
+
+
 @dataclass
 class Bindings:
     """A module's names at module level, from `ast`."""
@@ -489,7 +517,7 @@ class ModuleIndex:
         if name is not None and module not in self._bindings:
             data = self.text(module)
             if data is not None and self.stub_text(module) is None:
-                kept = keep_hot_statements(data, (name.encode(), b"__getattr__"))
+                kept = keep_hot_statements(data, (name.encode(), b"__getattr__"), drop=_binds_only_others(name))
                 if kept is not None:
                     tree = _parse(kept)
                     if tree is not None:

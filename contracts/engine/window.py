@@ -169,13 +169,15 @@ def _f_string_rejects(data: bytes, mapped: bytes) -> bool:
 
 
 def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | None = None,
-                        nested: bool = False, any_syntax: bool = False) -> bytes | None:
+                        nested: bool = False, any_syntax: bool = False, drop=None) -> bytes | None:
     """`data` (a Python file) with every line outside the top-level statements that span a line
     containing one of `words` (or a line of `hot`, 1-based, ascending) blanked, as UTF-8; None
     when the whole file should be parsed (small, or Python may reject what grimp accepted).
     `nested`: inside those statements, also blank the blocks' statements that span no hot line
     (`_reduce`). `any_syntax`: for a parser of every version's syntax (`cst_scan`), which has
-    read the whole file already: what this Python rejects is no reason to keep it whole."""
+    read the whole file already: what this Python rejects is no reason to keep it whole.
+    `drop(lines)`: whether a hot top-level statement (its lines, decorators first) is blanked
+    too, the caller knowing it cannot hold what it parses for."""
     if len(data) < MIN_BYTES or (not any_syntax and python_alone_rejects(data)):
         return None
     hot = [n - 1 for n in (hot_lines(searchable(data), words) if hot is None else hot)]  # 0-based here
@@ -185,7 +187,12 @@ def keep_hot_statements(data: bytes, words: tuple[bytes, ...], hot: list[int] | 
     lines = text.split("\n")
     if hot[-1] >= len(lines):
         return None
-    windows = _windows(hot, _statement_starts(text, lines, hot[-1]), len(lines))
+    starts = _statement_starts(text, lines, hot[-1])
+    if drop is not None:
+        hot = _undropped(hot, starts, lines, drop)
+        if not hot:
+            return b""
+    windows = _windows(hot, starts, len(lines))
     if not nested and sum(end - begin for begin, end in windows) > MAX_KEPT * len(lines):
         return None  # (nested windows are counted once reduced)
     out = _kept_lines(lines, windows, sorted(set(hot)), nested)
@@ -245,6 +252,19 @@ def _candidate_rows(text: str, in_string: set[int]):
         row += text.count("\n", pos, at)
         pos = at
         yield row
+
+
+def _undropped(hot: list[int], starts: list[int], lines: list[str], drop) -> list[int]:
+    """The lines of `hot` whose top-level statement `drop` does not pass over (asked once per
+    statement; the lines before the first statement are always kept)."""
+    kept, verdicts = [], {}
+    for h in hot:
+        i = bisect.bisect_right(starts, h)
+        if i and i not in verdicts:
+            verdicts[i] = drop(lines[starts[i - 1]:starts[i] if i < len(starts) else len(lines)])
+        if not (i and verdicts[i]):
+            kept.append(h)
+    return kept
 
 
 def _windows(hot: list[int], starts: list[int], size: int) -> list[list[int]]:
