@@ -275,7 +275,10 @@ def _from_names(level: int, module: bytes | None, items: list[tuple[bytes, bytes
     if any(name != b"*" and not _IDENT.match(name) for name, _ in items):
         return UNSURE
     names = tuple(name.decode() for name, _ in items)
-    bound = tuple((alias or name).decode() for name, alias in items if name != b"*")
+    if any(alias is not None or name == b"*" for name, alias in items):
+        bound = tuple((alias or name).decode() for name, alias in items if name != b"*")
+    else:  # (the same tuple: a worker's pickle sends it once)
+        bound = names
     return ("from", level, module.decode() if module else None, names, bound)
 
 

@@ -408,8 +408,9 @@ class ModuleIndex:
     pass read (`import_lines`), used for column-0 imports and star imports."""
 
     def __init__(self, src: str, discovery, texts: dict[str, bytes] | None = None,
-                 statements: dict | None = None) -> None:
+                 statements: dict | None = None, shared=None) -> None:
         self.src = src
+        self.shared = shared  # `shared_texts.SharedTexts`: the texts forked readers read, or None
         self.py = discovery.by_module
         self.other = discovery.other_modules
         self.texts = texts if texts is not None else {}
@@ -427,7 +428,7 @@ class ModuleIndex:
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}
         self._containing: dict[bytes, frozenset[str]] = {}
-        self._texts_by_module: list[tuple[str, bytes]] | None = None  # (`_haystack`)
+        self._texts_by_module: list[tuple[str, bytes | tuple[int, int]]] | None = None  # (`_haystack`)
         self._source_lists: dict[str, list[bytes] | None] = {}  # module -> `_sources`
         self._excluded: bool | None = None  # does any module of `other` stand for an excluded one?
 
@@ -466,10 +467,12 @@ class ModuleIndex:
             return None
         data = self.texts.get(f.rel)
         if data is None:
-            try:
-                data = read_capped(f.path, MAX_READ_BYTES)
-            except OSError:
-                return None
+            data = self.shared.text(f.rel) if self.shared is not None else None
+            if data is None:
+                try:
+                    data = read_capped(f.path, MAX_READ_BYTES)
+                except OSError:
+                    return None
             self.texts[f.rel] = data
         return data
 
@@ -681,16 +684,34 @@ class ModuleIndex:
         # Text by text, not in one joined text: a module is done at its first whole-word
         # occurrence, and a common word's other occurrences are never looked at.
         if _IDENTIFIER.fullmatch(key) is None:
-            return {m for m, text in self._haystack() if key in text and next(_occurrences(text, key), None) is not None}
+            return {m for m, text in self._texts_with(key) if next(_occurrences(text, key), None) is not None}
         ends = re.compile(re.escape(key) + rb"(?![A-Za-z0-9_\x80-\xff])")
-        return {m for m, text in self._haystack() if key in text and _has_word(text, ends)}
+        return {m for m, text in self._texts_with(key) if _has_word(text, ends)}
 
-    def _haystack(self) -> list[tuple[str, bytes]]:
+    def _texts_with(self, key: bytes):
+        """(module, text) of each readable `.py` module whose text holds the bytes `key`, by name."""
+        shared = self.shared
+        for m, text in self._haystack():
+            if type(text) is bytes:
+                if key in text:
+                    yield m, text
+            elif shared.holds(key, text):  # (a span of `shared`: searched in place, copied only if it holds `key`)
+                yield m, shared.map[text[0]:text[1]]
+
+    def _haystack(self) -> list[tuple[str, bytes | tuple[int, int]]]:
         """(module, text) of every readable `.py` module, by name: what a search goes through,
-        listed once (each search of the tree is then a loop over texts in memory)."""
+        listed once (each search of the tree is then a loop over texts in memory). A text that a
+        forked reader put in `shared` (`shared_texts.py`) is its span there."""
         if self._texts_by_module is None:
-            self._texts_by_module = [(m, text) for m in sorted(self.py) if (text := self.text(m)) is not None]
+            self._texts_by_module = [(m, text) for m in sorted(self.py) if (text := self._text_or_span(m)) is not None]
         return self._texts_by_module
+
+    def _text_or_span(self, module: str) -> bytes | tuple[int, int] | None:
+        rel = self.py[module].rel
+        data = self.texts.get(rel)
+        if data is None and self.shared is not None:
+            data = self.shared.span(rel)
+        return data if data is not None else self.text(module)
 
     def matches(self, pattern):
         """(module, match) for each match of the bytes `pattern` in the `.py` modules' text (one
@@ -741,7 +762,7 @@ class ModuleIndex:
         if searched is not None or _IDENTIFIER.fullmatch(key) is None:
             return set(searched) if searched is not None else self.modules_containing(name)
         ends = re.compile(re.escape(key) + rb"(?![A-Za-z0-9_\x80-\xff])")
-        return {m for m, text in self._haystack() if key in text and _definition_spelled(text, len(key), ends)}
+        return {m for m, text in self._texts_with(key) if _definition_spelled(text, len(key), ends)}
 
 
 def _definition_spelled(text: bytes, size: int, ends) -> bool:

@@ -44,6 +44,7 @@ from contracts.engine.reading import (
 )
 from contracts.engine.records import DECODED, GRAPH, MAX_READ_BYTES, ScanPlan, cache_key, ref_tuple
 from contracts.engine.scan import MAX_PARSE_BYTES, ImportRef, scan_source, searchable
+from contracts.engine.shared_texts import SharedTexts
 
 
 @dataclass
@@ -63,6 +64,8 @@ class Model:
     generation: str = ""
     started: float = 0.0  # when the build started, before it read anything
     texts: dict[str, bytes] = field(default_factory=dict)  # rel path -> content, read in this run (`ScanPlan.texts`)
+    # The texts forked readers read (`ScanPlan.texts`), not in `texts`: read from there, not again from disk.
+    shared: SharedTexts | None = None
     workers: int = 1  # processes that read the files (`workers.py`)
     # rel path -> (statements, unsure lines, whole file unsure, `runtime.text_facts`, column-0
     # `def`/`class` names), read in this run for `ScanPlan.statement_roots`.
@@ -157,6 +160,7 @@ class _Build:
         self.touched: set[str] = set()  # the files read, parsed or scanned in this run
         self.decoded: set[str] = set()  # modules whose edges come from `ast` (DECODED)
         self.early: tuple | None = None  # the closure scanned while the files were read
+        self.shared: SharedTexts | None = None  # where forked readers put their texts (`read`)
         self.phases: dict[str, float] = {}
         self.clock = time.perf_counter()
 
@@ -196,9 +200,10 @@ class _Build:
         self.restart()
         plan, todo = self.plan, self.todo
         n_jobs = workers.jobs(jobs, len(todo), sum(1 for f in todo if f.rel not in self.old_files))
+        self.shared = SharedTexts.for_files(todo, MAX_READ_BYTES) if plan.texts and n_jobs > 1 else None
         context = PartContext(plan, self.old_files, self.inside, self.known, self.roots, self.started,
                               self.cache is not None, self.scanner,
-                              part_tools(plan, forking=n_jobs > 1) if todo else None)
+                              part_tools(plan, forking=n_jobs > 1) if todo else None, self.shared)
         # (The heaviest files first, in chunks of equal weight: a file's cost is roughly its
         # bytes, with ~2 kB of it per file.)
         parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight, own=self._lead_files())
@@ -233,6 +238,9 @@ class _Build:
         self.decoded |= part.decoded
         if self.plan.texts:
             self.model.texts.update(part.texts)
+            if part.shared:
+                self.shared.received(part.shared)
+                self.model.shared = self.shared
             self.model.statements.update(part.statements)
 
     def _in_walk_order(self) -> None:

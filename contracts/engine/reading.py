@@ -45,6 +45,7 @@ from contracts.engine.prefilter import Mentions, RemovedPrefilter, joint_hits
 from contracts.engine.records import AST, DECODED, GRAPH, MAX_READ_BYTES, ScanPlan, ref_tuple
 from contracts.engine.resolve import line_holding, physical_lines
 from contracts.engine.scan import declared_encoding, decode_source, scan_source, searchable
+from contracts.engine.shared_texts import SharedTexts
 
 
 def _ctime_ns(st) -> int:
@@ -79,6 +80,8 @@ class PartContext:
     hashed: bool  # a cache is kept: every file read gets its content hash
     scanner: EdgeScanner
     tools: tuple | None = None  # `part_tools(plan)`, made once for every part
+    # Where a forked reader puts the texts `ScanPlan.texts` keeps (`shared_texts.py`), or None.
+    shared: SharedTexts | None = None
 
 
 def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
@@ -105,6 +108,7 @@ class Part:
     touched: set[str] = field(default_factory=set)
     decoded: set[str] = field(default_factory=set)
     texts: dict[str, bytes] = field(default_factory=dict)  # `ScanPlan.texts`
+    shared: list[str] = field(default_factory=list)  # the files whose texts a forked reader put in `PartContext.shared`
     statements: dict[str, tuple] = field(default_factory=dict)  # `ScanPlan.statement_roots`
     # The closure's prediction, made and scanned by the part that read every module under the
     # graph prefixes (`scan_part`'s `lead`): (edges, failed, the modules scanned), or None.
@@ -159,6 +163,8 @@ class _PartReader:
         self.context, self.plan, self.lead = context, context.plan, lead
         self.part = Part()
         self.prefilter, self.graph_prefilter, self.reader = context.tools or part_tools(context.plan)
+        shared = context.shared
+        self.sink = shared if shared is not None and shared.owner != os.getpid() else None  # (a forked reader's)
         self.background = _Background(context.scanner)
         self.waiting: dict[int, list[SourceFile]] = {_ALL_EDGES: [], _EDGES_INTO: [], _SYNTAX: []}
         self.held = dict.fromkeys(self.waiting, 0)  # bytes waiting, by kind
@@ -201,7 +207,10 @@ class _PartReader:
         part = self.part
         part.touched.add(f.rel)
         if self.plan.texts:
-            part.texts[f.rel] = data
+            if self.sink is not None and self.sink.put(f.rel, data):
+                part.shared.append(f.rel)
+            else:
+                part.texts[f.rel] = data
         if self.reader is not None:
             part.statements[f.rel] = _statements_of(self.reader, data)
         # Every file's hash (SHA-1): after a fresh copy or checkout (every ctime new) the

@@ -284,19 +284,20 @@ class _Child:
             self.answer.append(data)
 
     def result(self):
-        """(the chunk numbers it took, what `scan` returned), or None if it failed."""
+        """(the chunk numbers it took, what `scan` returned), or None if it failed. (The answer is
+        unpickled while the child exits, and the child is waited for after: its exit takes ms.)"""
         if self.reader is not None:
             self.reader.join()
-        self.process.join()
-        if self.process.exitcode != 0 or not self.answer:
-            return None
         import pickle  # (loaded by `multiprocessing` already: a run that forks nothing never loads it)
 
         try:
-            ok, taken, value = pickle.loads(self.answer[0])
+            ok, taken, value = pickle.loads(self.answer[0]) if self.answer else (False, None, None)
         except Exception:  # noqa: BLE001 - a truncated or garbled answer: its chunks are scanned here
+            ok = False
+        self.process.join()
+        if self.process.exitcode != 0 or not ok:
             return None
-        return (taken, value) if ok else None
+        return taken, value
 
 
 def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:

@@ -111,7 +111,7 @@ class _Analysis:
             if doubt:
                 unsure[f.module] = doubt
             readable.append(f)
-        index = self.index = ModuleIndex(model.src, model.discovery, texts, statements)
+        index = self.index = ModuleIndex(model.src, model.discovery, texts, statements, model.shared)
         index.unsure = set(unsure)
         index.defs = defs
         if len(facts) == len(index.py):  # every module's: the tree need not be searched for them
@@ -154,7 +154,11 @@ class _Analysis:
         """`f`'s content: read by this run already, or (a worker read it) read again."""
         data = self.model.texts.get(f.rel)
         if data is None:  # (read once already, within the cap: an error now is the tree changing)
-            data = self.model.texts[f.rel] = read_capped(f.path, MAX_READ_BYTES)
+            shared = self.model.shared
+            data = shared.text(f.rel) if shared is not None else None
+            if data is None:
+                data = read_capped(f.path, MAX_READ_BYTES)
+            self.model.texts[f.rel] = data
         return data
 
     def _suspect_lines(self, f, stmts) -> list[int]:
