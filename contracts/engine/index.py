@@ -587,6 +587,8 @@ class ModuleIndex:
         if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
             return True
         kind = self.other.get(module)
+        if kind not in ("excluded", "extension") and module in self.py and name in self._column_0(module):
+            return True  # (`_sources_bind`'s first answer, before its texts are read: most names end here)
         sources = self._source_lists.get(module, _UNREAD)
         if sources is _UNREAD:  # (asked once per name imported from the module: read once)
             sources = self._source_lists[module] = self._sources(module, kind)
