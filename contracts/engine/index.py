@@ -293,14 +293,14 @@ def _occurrences(text: bytes, word: bytes):
         pos = text.find(word, end)
 
 
-def _has_word(text: bytes, ends) -> bool:
-    """Does `text` hold a whole word that `ends` (the word, then no word byte after it) finds? The
-    same answer as `_occurrences` for a word of word bytes, the occurrences inside longer words
-    (`quant` in `quantize`) skipped by `re`, not one by one."""
-    pos = 0
-    while (m := ends.search(text, pos)) is not None:
+def _has_word(text, ends, lo: int = 0, hi: int | None = None) -> bool:
+    """Does `text` (its bytes [lo, hi): a text in a shared map) hold a whole word that `ends` (the
+    word, then no word byte after it) finds? The same answer as `_occurrences` for a word of word
+    bytes, the occurrences inside longer words (`quant` in `quantize`) skipped by `re`, not one by one."""
+    pos, hi = lo, len(text) if hi is None else hi
+    while (m := ends.search(text, pos, hi)) is not None:
         start = m.start()
-        if start == 0 or text[start - 1] not in _WORD:
+        if start == lo or text[start - 1] not in _WORD:
             return True
         pos = start + 1
     return False
@@ -385,17 +385,19 @@ def _defined(text: bytes, word: bytes, column_0: bool) -> bool:
     return any(_defines_at(text, pos, len(word), column_0) for pos in _occurrences(text, word))
 
 
-def _defines_at(text: bytes, pos: int, size: int, column_0: bool) -> bool:
+def _defines_at(text, pos: int, size: int, column_0: bool, lo: int = 0, hi: int | None = None) -> bool:
     """Is the whole word at `pos` what `_DEFINITION_START` would capture there, followed by what
-    `_definitions` takes for a definition (the same test, on one occurrence)?"""
-    start = text.rfind(b"\n", 0, pos) + 1
+    `_definitions` takes for a definition (the same test, on one occurrence)? (`lo`, `hi`: the
+    bounds of the text in `text`, a shared map.)"""
+    start = max(text.rfind(b"\n", lo, pos) + 1, lo)
     prefix = text[start:pos]
     head = prefix.lstrip(b" \t")
     if head not in _HEADS or (column_0 and len(head) != len(prefix)):
         return False
     if head:
         return True
-    after = text[pos + size:pos + size + 4].lstrip(b" \t")
+    end = pos + size + 4
+    after = text[pos + size:end if hi is None else min(end, hi)].lstrip(b" \t")
     return _assigns(after, (b"=", b":") if column_0 else (b"=", b":", b","))
 
 
@@ -686,19 +688,21 @@ class ModuleIndex:
         # Text by text, not in one joined text: a module is done at its first whole-word
         # occurrence, and a common word's other occurrences are never looked at.
         if _IDENTIFIER.fullmatch(key) is None:
-            return {m for m, text in self._texts_with(key) if next(_occurrences(text, key), None) is not None}
+            return {m for m, text, lo, hi in self._texts_with(key)
+                    if next(_occurrences(text[lo:hi], key), None) is not None}
         ends = re.compile(re.escape(key) + rb"(?![A-Za-z0-9_\x80-\xff])")
-        return {m for m, text in self._texts_with(key) if _has_word(text, ends)}
+        return {m for m, text, lo, hi in self._texts_with(key) if _has_word(text, ends, lo, hi)}
 
     def _texts_with(self, key: bytes):
-        """(module, text) of each readable `.py` module whose text holds the bytes `key`, by name."""
+        """(module, text, lo, hi) of each readable `.py` module whose text, `text[lo:hi]`, holds the
+        bytes `key`, by name: `text` is its bytes, or the map of `shared` (searched in place)."""
         shared = self.shared
         for m, text in self._haystack():
             if type(text) is bytes:
                 if key in text:
-                    yield m, text
-            elif shared.holds(key, text):  # (a span of `shared`: searched in place, copied only if it holds `key`)
-                yield m, shared.map[text[0]:text[1]]
+                    yield m, text, 0, len(text)
+            elif shared.holds(key, text):
+                yield m, shared.map, text[0], text[1]
 
     def _haystack(self) -> list[tuple[str, bytes | tuple[int, int]]]:
         """(module, text) of every readable `.py` module, by name: what a search goes through,
@@ -764,16 +768,16 @@ class ModuleIndex:
         if searched is not None or _IDENTIFIER.fullmatch(key) is None:
             return set(searched) if searched is not None else self.modules_containing(name)
         ends = re.compile(re.escape(key) + rb"(?![A-Za-z0-9_\x80-\xff])")
-        return {m for m, text in self._texts_with(key) if _definition_spelled(text, len(key), ends)}
+        return {m for m, text, lo, hi in self._texts_with(key) if _definition_spelled(text, len(key), ends, lo, hi)}
 
 
-def _definition_spelled(text: bytes, size: int, ends) -> bool:
-    """Is a whole-word occurrence of the word `ends` finds (`size` bytes long) spelled as a
-    definition would be (`_defines_at`, on any line)?"""
-    pos = 0
-    while (m := ends.search(text, pos)) is not None:
+def _definition_spelled(text, size: int, ends, lo: int = 0, hi: int | None = None) -> bool:
+    """Is a whole-word occurrence of the word `ends` finds (`size` bytes long) in `text` (its
+    bytes [lo, hi)) spelled as a definition would be (`_defines_at`, on any line)?"""
+    pos, hi = lo, len(text) if hi is None else hi
+    while (m := ends.search(text, pos, hi)) is not None:
         start = m.start()
-        if (start == 0 or text[start - 1] not in _WORD) and _defines_at(text, start, size, False):
+        if (start == lo or text[start - 1] not in _WORD) and _defines_at(text, start, size, False, lo, hi):
             return True
         pos = start + 1
     return False
