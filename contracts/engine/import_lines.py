@@ -346,8 +346,9 @@ def _relative_import_module(hay: bytes, pos: int) -> bool:
 
 
 def _called(hay: bytes, pos: int) -> bool:
-    """Is the literal at `pos` the first argument of `import_module(` or `__import__(`?"""
+    """Is the literal at `pos` the first argument of `import_module(`, `__import__(` or
+    `importorskip(` (the calls `ast_refs` reads as dynamic imports)?"""
     before = hay[max(0, pos - 80):pos].rstrip()
     if not before.endswith(b"("):
         return False
-    return before[:-1].rstrip().endswith((b"import_module", b"__import__"))
+    return before[:-1].rstrip().endswith((b"import_module", b"__import__", b"importorskip"))

@@ -378,15 +378,20 @@ class _Analysis:
 
 
 def _scanned(f, data: bytes, lines: list[int] | None):
-    """`ast`'s reading of the top-level statements around `lines`, or of the whole file (`lines`
-    None, or the window cut a statement)."""
-    if lines is not None:
-        kept = keep_hot_statements(data, (), hot=lines)
-        if kept is not None:
-            result = scan_source(kept, f.module, f.is_package)
-            if result.error is None:
-                return result
-    return scan_source(data, f.module, f.is_package)
+    """`ast`'s reading of the statements that span `lines` (the suspects: only what they hold is
+    looked into), inside their blocks, else the top-level statements around them, else the whole
+    file (a window that does not parse: a line at column 0 inside brackets cut a statement, as in
+    `reading.file_refs`); of every statement of the whole file where `lines` is None."""
+    if lines is None:
+        return scan_source(data, f.module, f.is_package)
+    for nested in (True, False):
+        kept = keep_hot_statements(data, (), hot=lines, nested=nested)
+        if kept is None:
+            break
+        result = scan_source(kept, f.module, f.is_package, hot=lines)
+        if result.error is None:
+            return result
+    return scan_source(data, f.module, f.is_package, hot=lines)
 
 
 def _files_findings(analysis: _Analysis, chunks) -> list[Finding]:

@@ -176,6 +176,14 @@ def test_an_import_a_test_asserts_must_fail_is_guarded_and_never_fixable(tmp_pat
         in finding["message"]
 
 
+def test_importorskip_alone_is_reported_with_include_guarded(tmp_path):
+    """The text pass reads `importorskip("...")` as the dynamic import `ast` reads it as: a file
+    whose only reference is one is looked at, not passed over as clean."""
+    files = {"pkg/test_user.py": 'import pytest\n\nmod = pytest.importorskip("pkg.optional")\n'}
+    assert _imported(_findings(tmp_path, files)) == set()
+    assert _imported(_findings(tmp_path, files, GUARDED)) == {"pkg.optional"}
+
+
 def test_importorskip_is_guarded(tmp_path):
     files = {"pkg/test_user.py": 'import pytest\npytest.importorskip("pkg.optional")\nimport pkg.really_gone\n'}
     assert _imported(_findings(tmp_path, files)) == {"pkg.really_gone"}
