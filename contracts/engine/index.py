@@ -522,7 +522,10 @@ class ModuleIndex:
         if name is not None and module not in self._bindings:
             data = self.text(module)
             if data is not None and self.stub_text(module) is None:
-                kept = keep_hot_statements(data, (name.encode(), b"__getattr__"), drop=_binds_only_others(name))
+                # (`any_syntax`: `_parse` reads any version's syntax, so no shape this Python
+                # rejects is a reason to parse the whole file)
+                kept = keep_hot_statements(data, (name.encode(), b"__getattr__"), any_syntax=True,
+                                           drop=_binds_only_others(name))
                 if kept is not None:
                     tree = _parse(kept)
                     if tree is not None:

@@ -67,7 +67,7 @@ def _facts(tree: ast.Module, text: bytes) -> tuple[bool, bool, bool]:
 def test_what_the_window_says_of_a_name_is_what_the_whole_file_says(pieces):
     data = _module(pieces)
     whole = _facts(ast.parse(data), data)
-    kept = keep_hot_statements(data, (NAME.encode(), b"__getattr__"), drop=_binds_only_others(NAME))
+    kept = keep_hot_statements(data, (NAME.encode(), b"__getattr__"), any_syntax=True, drop=_binds_only_others(NAME))
     if kept is None:  # (the whole file is parsed: nothing to compare)
         return
     try:
@@ -80,7 +80,7 @@ def test_what_the_window_says_of_a_name_is_what_the_whole_file_says(pieces):
 def test_uses_inside_functions_and_classes_are_not_parsed():
     data = _module(["def user():\n    return target(1)\n", "class Holder:\n    x = target\n",
                     "from pkg import target\n"])
-    kept = keep_hot_statements(data, (NAME.encode(), b"__getattr__"), drop=_binds_only_others(NAME))
+    kept = keep_hot_statements(data, (NAME.encode(), b"__getattr__"), any_syntax=True, drop=_binds_only_others(NAME))
     assert kept is not None
     assert b"def user" not in kept and b"class Holder" not in kept
     assert b"from pkg import target" in kept
@@ -89,4 +89,4 @@ def test_uses_inside_functions_and_classes_are_not_parsed():
 
 def test_nothing_left_is_an_empty_module():
     data = _module(["def user():\n    return target(1)\n"])
-    assert keep_hot_statements(data, (NAME.encode(), b"__getattr__"), drop=_binds_only_others(NAME)) == b""
+    assert keep_hot_statements(data, (NAME.encode(), b"__getattr__"), any_syntax=True, drop=_binds_only_others(NAME)) == b""
