@@ -3,20 +3,21 @@
 Its stat when read, its content hash, what the plan asked of it (`flags`), and what was found
 (references, edges, an error). The cache and a worker sending its part back hold it as a plain
 list (`stored()`, `FileRecord.of`): `marshal` writes only plain values, and a list pickles
-several times faster than a slotted dataclass. (Apart from `records.py`, which a warm run answered from
-the cache imports: a dataclass costs it the import of `dataclasses`.)
+several times faster than a slotted dataclass. (A `Record`, not a dataclass: a cold run's start
+does not pay for the import of `dataclasses`.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from contracts._record import Record
 from contracts.engine.records import AST
 
 
-@dataclass(slots=True)
-class FileRecord:
-    """One file's record: its stat when read, and what the scan found in it."""
+class FileRecord(Record):
+    """One file's record: its stat when read, and what the scan found in it. (Slotted: one is made
+    for every file a run reads, at a dataclass's speed.)"""
+
+    __slots__ = ("mtime_ns", "size", "ctime_ns", "digest", "flags", "refs", "error", "edges", "names", "read_at")
 
     mtime_ns: int
     size: int
@@ -28,6 +29,11 @@ class FileRecord:
     edges: list | None  # grimp's (imported, line, contents) (None: not scanned)
     names: dict | None  # line -> the from-imported names of the edges that keep them
     read_at: float  # when the run that read it started
+
+    def __init__(self, mtime_ns: int, size: int, ctime_ns: int, digest: bytes | None, flags: int, refs: list | None,
+                 error: str | None, edges: list | None, names: dict | None, read_at: float) -> None:
+        self.mtime_ns, self.size, self.ctime_ns, self.digest, self.flags = mtime_ns, size, ctime_ns, digest, flags
+        self.refs, self.error, self.edges, self.names, self.read_at = refs, error, edges, names, read_at
 
     @classmethod
     def of(cls, stored) -> FileRecord:

@@ -45,9 +45,9 @@ import bisect
 import os
 import re
 import warnings
-from dataclasses import dataclass, field
 from functools import cached_property
 
+from contracts._record import Record
 from contracts.engine.discover import SourceFile, discover
 from contracts.engine.files import read_capped, read_regular
 from contracts.engine.records import MAX_READ_BYTES
@@ -151,14 +151,18 @@ def _binds_only_others(name: str):
     return drop
 
 
-@dataclass
-class Bindings:
+class Bindings(Record):
     """A module's names at module level, from `ast`."""
 
-    names: set[str] = field(default_factory=set)  # bound any way, imports included
-    defined: set[str] = field(default_factory=set)  # bound other than by an import
-    stars: list[tuple[int, str | None]] = field(default_factory=list)  # (level, module) of `from m import *`
-    getattr: bool = False  # a module-level `__getattr__`
+    names: set[str]  # bound any way, imports included
+    defined: set[str]  # bound other than by an import
+    stars: list[tuple[int, str | None]]  # (level, module) of `from m import *`
+    getattr: bool  # a module-level `__getattr__`
+
+    def __init__(self, names: set | None = None, defined: set | None = None, stars: list | None = None,
+                 getattr: bool = False) -> None:
+        self.__dict__.update(names=set() if names is None else names, defined=set() if defined is None else defined,
+                             stars=[] if stars is None else stars, getattr=getattr)
 
 
 def module_bindings(tree: ast.Module, text: bytes | None = None) -> Bindings:
@@ -827,8 +831,7 @@ _KINDS = {"def": "function", "async def": "function", "class": "class"}
 _STAR_DEPTH = 16  # `from a import *` chains followed this deep (cycles are cut by a seen set too)
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(Record, frozen=True):
     """A module-level `def`, `class` or assigned name. Its block is normalized and hashed on
     first use: most definitions a tree index reads are never compared."""
 
@@ -836,6 +839,9 @@ class Definition:
     kind: str  # "function", "class" or "assignment"
     line: int
     block: str  # the source block as written, its lines joined by "\n"
+
+    def __init__(self, name: str, kind: str, line: int, block: str) -> None:
+        self.__dict__.update(name=name, kind=kind, line=line, block=block)
 
     @cached_property
     def lines(self) -> tuple[str, ...]:
@@ -875,17 +881,24 @@ class Definition:
         return _parameters(self)
 
 
-@dataclass
-class ModuleNames:
+class ModuleNames(Record):
     """What one module binds at module level."""
 
-    defined: set[str] = field(default_factory=set)  # by `def`, `class`, an assignment
-    imported: dict[str, tuple[str, str]] = field(default_factory=dict)  # bound -> (module, name)
-    modules: dict[str, str] = field(default_factory=dict)  # bound -> module (`import a.b as c`)
-    stars: list[str] = field(default_factory=list)  # modules it star-imports
-    other: set[str] = field(default_factory=set)  # bound otherwise (`for`, `with ... as`, `global`)
-    dynamic: bool = False  # a module-level `__getattr__`
-    parsed: bool = True
+    defined: set[str]  # by `def`, `class`, an assignment
+    imported: dict[str, tuple[str, str]]  # bound -> (module, name)
+    modules: dict[str, str]  # bound -> module (`import a.b as c`)
+    stars: list[str]  # modules it star-imports
+    other: set[str]  # bound otherwise (`for`, `with ... as`, `global`)
+    dynamic: bool  # a module-level `__getattr__`
+    parsed: bool
+
+    def __init__(self, defined: set | None = None, imported: dict | None = None, modules: dict | None = None,
+                 stars: list | None = None, other: set | None = None, dynamic: bool = False,
+                 parsed: bool = True) -> None:
+        self.__dict__.update(
+            defined=set() if defined is None else defined, imported={} if imported is None else imported,
+            modules={} if modules is None else modules, stars=[] if stars is None else stars,
+            other=set() if other is None else other, dynamic=dynamic, parsed=parsed)
 
     def bound(self) -> set[str]:
         return self.defined | set(self.imported) | set(self.modules) | self.other

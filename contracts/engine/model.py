@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 
+from contracts._record import Record
 from contracts.engine import workers
 from contracts.engine.cache import RACY_SECONDS, Cache
 from contracts.engine.closure import close
@@ -47,35 +47,48 @@ from contracts.engine.scan import MAX_PARSE_BYTES, ImportRef, scan_source, searc
 from contracts.engine.shared_texts import SharedTexts
 
 
-@dataclass
-class Model:
+class Model(Record, hidden=("_pending",)):
     """What the rules read of a tree: its modules, their references and edges, what failed.
     (Not slotted: a rule keeps what it derives from the model in the instance's `__dict__`.)"""
 
     src: str
     discovery: Discovery
-    refs: dict[str, list] = field(default_factory=dict)  # rel path -> [ImportRef]
-    errors: dict[str, str] = field(default_factory=dict)  # rel path -> reason
-    edges: list[Edge] = field(default_factory=list)
-    graph_modules: set[str] = field(default_factory=set)
-    files_read: int = 0
-    cache_status: str = "off"
+    refs: dict[str, list]  # rel path -> [ImportRef]
+    errors: dict[str, str]  # rel path -> reason
+    edges: list[Edge]
+    graph_modules: set[str]
+    files_read: int
+    cache_status: str
     # Changes whenever what the rules see changes; equal generations give equal findings.
-    generation: str = ""
-    started: float = 0.0  # when the build started, before it read anything
-    texts: dict[str, bytes] = field(default_factory=dict)  # rel path -> content, read in this run (`ScanPlan.texts`)
+    generation: str
+    started: float  # when the build started, before it read anything
+    texts: dict[str, bytes]  # rel path -> content, read in this run (`ScanPlan.texts`)
     # The texts forked readers read (`ScanPlan.texts`), not in `texts`: read from there, not again from disk.
-    shared: SharedTexts | None = None
-    workers: int = 1  # processes that read the files (`workers.py`)
+    shared: SharedTexts | None
+    workers: int  # processes that read the files (`workers.py`)
     # rel path -> (statements, unsure lines, whole file unsure, `runtime.text_facts`, column-0
     # `def`/`class` names), read in this run for `ScanPlan.statement_roots`.
-    statements: dict[str, tuple] = field(default_factory=dict)
-    statement_roots: tuple[str, ...] = ()  # what `statements` were read for
+    statements: dict[str, tuple]
+    statement_roots: tuple[str, ...]  # what `statements` were read for
     # path -> SHA-1 of the content its record was made from (a cache is kept): the stamp keeps
     # them, so a tree whose stats all changed but not its contents (a fresh copy) is told apart.
-    digests: dict[str, bytes] = field(default_factory=dict)
-    _pending: tuple | None = field(default=None, repr=False)  # what `assemble` builds from
-    phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the build (`--verbose`)
+    digests: dict[str, bytes]
+    _pending: tuple | None  # what `assemble` builds from
+    phases: dict[str, float]  # seconds per step of the build (`--verbose`)
+
+    def __init__(self, src: str, discovery: Discovery, refs: dict | None = None, errors: dict | None = None,
+                 edges: list | None = None, graph_modules: set | None = None, files_read: int = 0,
+                 cache_status: str = "off", generation: str = "", started: float = 0.0, texts: dict | None = None,
+                 shared: SharedTexts | None = None, workers: int = 1, statements: dict | None = None,
+                 statement_roots: tuple[str, ...] = (), digests: dict | None = None, _pending: tuple | None = None,
+                 phases: dict | None = None) -> None:
+        self.__dict__.update(
+            src=src, discovery=discovery, refs={} if refs is None else refs, errors={} if errors is None else errors,
+            edges=[] if edges is None else edges, graph_modules=set() if graph_modules is None else graph_modules,
+            files_read=files_read, cache_status=cache_status, generation=generation, started=started,
+            texts={} if texts is None else texts, shared=shared, workers=workers,
+            statements={} if statements is None else statements, statement_roots=statement_roots,
+            digests={} if digests is None else digests, _pending=_pending, phases={} if phases is None else phases)
 
     @property
     def modules(self) -> dict[str, SourceFile]:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 
 try:  # (`queue` imports `heapq` and more for its other queues: ~1 ms a process)
     from _queue import SimpleQueue
 except ImportError:  # pragma: no cover - a Python without the C module
     from queue import SimpleQueue
 
+from contracts._record import Record
 from contracts.engine import closure
 from contracts.engine import scan as scan_mod
 from contracts.engine.cache import content_digest
@@ -67,8 +67,7 @@ def read_source(path: str, inside: tuple[str, ...] = ()) -> tuple[bytes, int]:
     return data, _ctime_ns(st)
 
 
-@dataclass(frozen=True, slots=True)
-class PartContext:
+class PartContext(Record, frozen=True):
     """What every part of a build shares (a forked worker inherits it)."""
 
     plan: ScanPlan
@@ -79,9 +78,15 @@ class PartContext:
     started: float
     hashed: bool  # a cache is kept: every file read gets its content hash
     scanner: EdgeScanner
-    tools: tuple | None = None  # `part_tools(plan)`, made once for every part
+    tools: tuple | None  # `part_tools(plan)`, made once for every part
     # Where a forked reader puts the texts `ScanPlan.texts` keeps (`shared_texts.py`), or None.
-    shared: SharedTexts | None = None
+    shared: SharedTexts | None
+
+    def __init__(self, plan: ScanPlan, old_files: dict, inside: tuple[str, ...], known: dict, roots: dict,
+                 started: float, hashed: bool, scanner: EdgeScanner, tools: tuple | None = None,
+                 shared: SharedTexts | None = None) -> None:
+        self.__dict__.update(plan=plan, old_files=old_files, inside=inside, known=known, roots=roots, started=started,
+                             hashed=hashed, scanner=scanner, tools=tools, shared=shared)
 
 
 def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
@@ -99,21 +104,29 @@ def part_tools(plan: ScanPlan, forking: bool = False) -> tuple:
     return prefilter_for(plan), graph_prefilter_for(plan), reader
 
 
-@dataclass(slots=True)
-class Part:
+class Part(Record):
     """What one part of a build made of its files (a worker pickles it: `before_transfer`)."""
 
-    records: dict[str, FileRecord] = field(default_factory=dict)
-    unreadable: dict[str, str] = field(default_factory=dict)
-    touched: set[str] = field(default_factory=set)
-    decoded: set[str] = field(default_factory=set)
-    texts: dict[str, bytes] = field(default_factory=dict)  # `ScanPlan.texts`
-    shared: list[str] = field(default_factory=list)  # the files whose texts a forked reader put in `PartContext.shared`
-    statements: dict[str, tuple] = field(default_factory=dict)  # `ScanPlan.statement_roots`
+    records: dict[str, FileRecord]
+    unreadable: dict[str, str]
+    touched: set[str]
+    decoded: set[str]
+    texts: dict[str, bytes]  # `ScanPlan.texts`
+    shared: list[str]  # the files whose texts a forked reader put in `PartContext.shared`
+    statements: dict[str, tuple]  # `ScanPlan.statement_roots`
     # The closure's prediction, made and scanned by the part that read every module under the
     # graph prefixes (`scan_part`'s `lead`): (edges, failed, the modules scanned), or None.
-    early: tuple | None = None
-    stored: bool = False  # `records` hold plain lists (`before_transfer`)
+    early: tuple | None
+    stored: bool  # `records` hold plain lists (`before_transfer`)
+
+    def __init__(self, records: dict | None = None, unreadable: dict | None = None, touched: set | None = None,
+                 decoded: set | None = None, texts: dict | None = None, shared: list | None = None,
+                 statements: dict | None = None, early: tuple | None = None, stored: bool = False) -> None:
+        self.__dict__.update(
+            records={} if records is None else records, unreadable={} if unreadable is None else unreadable,
+            touched=set() if touched is None else touched, decoded=set() if decoded is None else decoded,
+            texts={} if texts is None else texts, shared=[] if shared is None else shared,
+            statements={} if statements is None else statements, early=early, stored=stored)
 
     def before_transfer(self) -> None:
         """In a worker, before pickling: the records as plain lists, and the texts stay behind
