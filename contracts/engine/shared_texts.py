@@ -1,14 +1,9 @@
-"""The texts a forked reader read, handed back to the process that forked it in one memory map
-they share, not through the answer's pipe (a rule that reads every text then finds them all in
-memory, not read a second time from disk; and a search for a word of every text searches them in
-place).
+"""The texts a cold run's forked readers read, handed back in one memory map the processes share,
+so that the rules read them in place instead of again from disk (a pipe would copy and carry
+each byte: 80 ms for one child's 36 MB of 0.5.23; figures in docs/benchmarks.md, "Kept tricks").
 
-A pickle through a pipe copies each byte four times and a thread carries it (0.5.23's 36 MB of
-one child's texts: 80 ms before the build could go on); in the map a text is copied once where
-it is read and, where one is wanted whole, once there; a search of every text for a word reads
-it where it lies (docs/benchmarks.md, "Kept tricks"). Each file has its
-slot, sized by the walk's `stat`; a file whose size changed since (or that has no slot) is not
-put, and is read again where it is wanted, as it was before this existed.
+Each file has a slot sized by the walk's `stat`; a file whose size changed since, or that has
+no slot, is not put, and is read again where it is wanted.
 """
 
 from __future__ import annotations
