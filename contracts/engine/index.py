@@ -471,14 +471,19 @@ class ModuleIndex:
         f = self.py.get(module)
         if f is None:
             return None
+        try:
+            return self.file_text(f)
+        except OSError:
+            return None
+
+    def file_text(self, f: SourceFile) -> bytes:
+        """`f`'s content: read by this run already (here, or by a forked reader into `shared`),
+        else read now (OSError where it cannot be), and kept."""
         data = self.texts.get(f.rel)
         if data is None:
             data = self.shared.text(f.rel) if self.shared is not None else None
             if data is None:
-                try:
-                    data = read_capped(f.path, MAX_READ_BYTES)
-                except OSError:
-                    return None
+                data = read_capped(f.path, MAX_READ_BYTES)
             self.texts[f.rel] = data
         return data
 

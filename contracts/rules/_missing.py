@@ -151,15 +151,8 @@ class _Analysis:
         return out
 
     def _text(self, f) -> bytes:
-        """`f`'s content: read by this run already, or (a worker read it) read again."""
-        data = self.model.texts.get(f.rel)
-        if data is None:  # (read once already, within the cap: an error now is the tree changing)
-            shared = self.model.shared
-            data = shared.text(f.rel) if shared is not None else None
-            if data is None:
-                data = read_capped(f.path, MAX_READ_BYTES)
-            self.model.texts[f.rel] = data
-        return data
+        """`f`'s content (`ModuleIndex.file_text`: the index's texts are the model's)."""
+        return self.index.file_text(f)
 
     def _suspect_lines(self, f, stmts) -> list[int]:
         """The lines of the statements in which something may be missing."""
