@@ -142,6 +142,16 @@ def pip(*args: str, python: str | None = None, timeout: int = 300) -> subprocess
                           timeout=timeout, env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
 
 
+@pytest.fixture
+def not_racy(monkeypatch):
+    """Files written by the test just now count as settled (the real window is 2 s)."""
+    from contracts.engine import model as model_mod
+    from contracts.engine import stamp as stamp_mod
+
+    monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
+    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)
+
+
 @pytest.fixture(scope="session")
 def linter_wheel(tmp_path_factory) -> Path:
     """The linter's wheel, built from a copy of the repository's distribution files (building in

@@ -13,7 +13,6 @@ from contracts import config as config_mod
 from contracts.cli import main
 from contracts.engine import model as model_mod
 from contracts.engine import reading as reading_mod
-from contracts.engine import stamp as stamp_mod
 from tests.contracts.conftest import BASE_CONFIG, cwd, run_cli
 
 TREE = {
@@ -24,10 +23,6 @@ TREE = {
 }
 
 
-@pytest.fixture
-def not_racy(monkeypatch):
-    monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
-    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)
 
 
 def _run(root, paths=None, cache=None):

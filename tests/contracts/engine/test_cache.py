@@ -32,11 +32,6 @@ def _summary(result) -> list[tuple]:
     return [(f.path, f.line, f.col, f.rule, f.imported) for f in result.findings]
 
 
-@pytest.fixture
-def not_racy(monkeypatch):
-    """Files written by the test just now count as settled (the real window is 2 s)."""
-    monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
-    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)
 
 
 def _forbid(monkeypatch, obj, name):

@@ -10,7 +10,6 @@ import pytest
 from contracts import check
 from contracts import config as config_mod
 from contracts.engine import model as model_mod
-from contracts.engine import stamp as stamp_mod
 
 CONFIG = """\
 [importlinter]
@@ -35,10 +34,6 @@ TREE = {
 }
 
 
-@pytest.fixture
-def not_racy(monkeypatch):
-    monkeypatch.setattr(model_mod, "RACY_SECONDS", -1.0)
-    monkeypatch.setattr(stamp_mod, "RACY_SECONDS", -1.0)
 
 
 def _write(root, files):
