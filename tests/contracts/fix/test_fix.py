@@ -13,18 +13,7 @@ import pytest
 from contracts import fix
 from contracts.cli import main
 from contracts.findings import Finding
-from tests.contracts.conftest import BASE_CONFIG, NAMED_TREE, cwd
-
-
-@pytest.fixture
-def tree(tree):
-    """The shared `tree` fixture over NAMED_TREE: each new home binds what the fixtures import."""
-
-    def make(extra=None, config=BASE_CONFIG, base=None):
-        return tree(extra, config, NAMED_TREE if base is None else base)
-
-    return make
-
+from tests.contracts.conftest import cwd
 
 CASE = "pkg/srt/case.py"
 

@@ -17,18 +17,7 @@ from contracts import config as config_mod
 from contracts.cli import main
 from contracts.fix import apply as apply_mod
 from contracts.fix import write
-from tests.contracts.conftest import BASE_CONFIG, CLEAN_TREE, NAMED_TREE, cwd, write_tree
-
-
-@pytest.fixture
-def tree(tree):
-    """The shared `tree` fixture over NAMED_TREE: each new home binds what the fixtures import."""
-
-    def make(extra=None, config=BASE_CONFIG, base=None):
-        return tree(extra, config, NAMED_TREE if base is None else base)
-
-    return make
-
+from tests.contracts.conftest import CLEAN_TREE, cwd, write_tree
 
 CASE = "pkg/srt/case.py"
 SOURCE = b"from pkg.jit_kernel.hicache import a\n"
