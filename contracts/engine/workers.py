@@ -2,7 +2,7 @@
 
 Most of a cold run is per-file Python (reading, the prefilter, the `ast` windows) that one
 interpreter runs on one core, however many it has. So the files to read are cut into chunks,
-and child processes started at that moment (`multiprocessing`, fork context) take chunks from a
+and child processes forked at that moment (`os.fork`) take chunks from a
 shared queue as this process does: whoever is free takes the next, so a part heavy with `ast`
 work does not keep the other core idle. Each child scans its chunks (then grimp's scans of its
 part, on grimp's own threads) and sends back its records, pickled, over a pipe. What comes back
@@ -22,6 +22,8 @@ can run.
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import threading
 import weakref
 
@@ -217,8 +219,14 @@ def _in_processes(scan, context, pieces: list, queue: _Queue, n: int, meanwhile,
         yield from mine_first
         yield from queue.take(pieces, mine)
 
-    results = [scan(context, ours(), **lead)]
-    queue.close()
+    try:
+        results = [scan(context, ours(), **lead)]
+    except BaseException:  # (an error, ^C: no child is left running on its own)
+        for child in children:
+            child.stop()
+        raise
+    finally:
+        queue.close()
     done = set(mine)
     for child in children:
         answer = child.result()
@@ -260,11 +268,12 @@ class _Queue:
 
 
 class _Child:
-    """A forked child (`multiprocessing.Process`) and the read end of its answer (a pipe's file
-    descriptor: `multiprocessing.connection` would add 3 ms of imports to every run that forks)."""
+    """A forked child (`os.fork`: `multiprocessing` adds 5-7 ms of imports to every run that forks,
+    and its exit handler waits for every child to end) and the read end of its answer (a pipe's
+    file descriptor)."""
 
-    def __init__(self, process, receive_fd: int) -> None:
-        self.process, self.receive_fd = process, receive_fd
+    def __init__(self, pid: int, receive_fd: int) -> None:
+        self.pid, self.receive_fd = pid, receive_fd
         self.answer: list[bytes] = []
         self.reader = None
 
@@ -286,47 +295,84 @@ class _Child:
     def result(self):
         """(the chunk numbers it took, what `scan` returned), or None if it failed. A whole answer
         is taken without waiting for the child to exit (leaving a large process takes it 5-10 ms;
-        `multiprocessing` reaps it later, at the latest when this process exits)."""
+        it is reaped later, `_reap`)."""
         if self.reader is not None:
             self.reader.join()
-        import pickle  # (loaded by `multiprocessing` already: a run that forks nothing never loads it)
+        import pickle  # (a run that forks nothing never loads it)
 
         try:
             ok, taken, value = pickle.loads(self.answer[0]) if self.answer else (False, None, None)
         except Exception:  # noqa: BLE001 - a truncated or garbled answer: its chunks are scanned here
             ok = False
         if not ok:
-            self.process.join()
+            _wait(self.pid, 0)
             return None
+        _EXITING.append(self.pid)
+        _reap()
         return taken, value
+
+    def stop(self) -> None:
+        """End the child now (this process failed while it ran): it is killed and reaped."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:  # it has ended already
+            pass
+        _wait(self.pid, 0)
+
+
+_EXITING: list[int] = []  # children that answered and may still be leaving
+
+
+def _reap() -> None:
+    """Reap the children that answered and have ended since (a child not yet gone is reaped at the
+    next call, or by the system once this process exits)."""
+    _EXITING[:] = [pid for pid in _EXITING if not _wait(pid, os.WNOHANG)]
+
+
+def _wait(pid: int, flags: int) -> bool:
+    """`waitpid`; True once the child is reaped (or is no child of ours to reap)."""
+    try:
+        return os.waitpid(pid, flags)[0] != 0
+    except ChildProcessError:
+        return True
+    except InterruptedError:  # (retried by Python since 3.5; kept for a handler that raises)
+        return False
 
 
 def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
     """A child forked now, taking chunks from `queue`, or None where none can be started."""
-    # A measured start-up boundary: `multiprocessing` costs a run 7 ms, paid only where it forks.
-    import multiprocessing
-
-    forking = multiprocessing.get_context("fork")
     try:
         receive, send = os.pipe()
     except OSError:
         return None
-    process = forking.Process(target=_child_main, args=(scan, context, pieces, queue, send),
-                              name="namespace-lint-worker", daemon=True)
+    for stream in (sys.stdout, sys.stderr):  # (what is buffered is written once, by this process)
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
     try:
-        process.start()
+        pid = os.fork()
     except OSError:
         os.close(receive)
         os.close(send)
         return None
+    if pid == 0:  # the child: it never returns from here
+        code = 1
+        try:
+            os.close(receive)
+            _child_main(scan, context, pieces, queue, send)
+            code = 0
+        finally:
+            os._exit(code)
     os.close(send)
-    return _Child(process, receive)
+    return _Child(pid, receive)
 
 
 def _child_main(scan, context, pieces: list, queue: _Queue, send: int) -> None:
     """In a child: scan the chunks it takes from `queue`, and send back (ok, the chunk numbers
     taken, what `scan` returned or why it failed), pickled."""
-    import pickle  # (loaded by `multiprocessing` already: a run that forks nothing never loads it)
+    import pickle
 
     queue.close_write()
     taken: list[int] = []

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -203,6 +204,55 @@ def test_a_failing_child_costs_only_time():
     files = _files(500)
     parts = workers.map_parts(scan, None, files, 2)
     assert sorted(rel for part in parts for rel in part) == sorted(f.rel for f in files)
+
+
+def _gone(pid: int) -> bool:
+    """Is `pid` no child of this process any more (reaped), after at most a few seconds?"""
+    for _ in range(500):
+        workers._reap()
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if pid not in workers._EXITING:  # (reaped, its number not yet taken by another process)
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_child_that_answered_is_reaped_and_leaves_no_zombie():
+    def scan(context, chunks):
+        return [os.getpid(), *_names(context, chunks)]
+
+    parts = workers.map_parts(scan, None, _files(500), 2)
+    child = next(part[0] for part in parts if part[0] != os.getpid())
+    assert _gone(child)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)  # reaped: nothing is left to wait for
+
+
+def test_an_error_here_stops_the_children_it_forked(tmp_path):
+    """The children are this run's: where this process fails (an error, ^C), none is left
+    running on its own."""
+    parent = os.getpid()
+    pids = tmp_path / "pids"
+
+    def scan(context, chunks):
+        if os.getpid() == parent:
+            while not pids.exists():  # (the child has started)
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+        pids.write_text(str(os.getpid()))
+        time.sleep(60)  # a child that would run on
+        return []
+
+    with pytest.raises(KeyboardInterrupt):
+        workers.map_parts(scan, None, _files(500), 2)
+    child = int(pids.read_text())
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)  # killed and reaped before the error went on
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
 
 
 def test_no_fork_where_it_is_unsafe(monkeypatch):
