@@ -71,8 +71,9 @@ def as_rows(statements: list[Statement]) -> list[tuple]:
 
 
 def from_rows(rows: list[tuple]) -> list[Statement]:
-    """The `Statement`s `as_rows` made plain."""
-    return list(map(_STATEMENT, rows))
+    """The `Statement`s `as_rows` made plain (statements read in this process, never made plain,
+    are taken as they are)."""
+    return list(map(_STATEMENT, rows)) if rows and type(rows[0]) is tuple else rows
 
 
 _STATEMENT = partial(tuple.__new__, Statement)  # (a row's fields, in order: no check, no copy)

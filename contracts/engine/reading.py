@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - a Python without the C module
     from queue import SimpleQueue
 
 from contracts._record import Record
-from contracts.engine import closure
+from contracts.engine import closure, workers
 from contracts.engine import scan as scan_mod
 from contracts.engine.cache import content_digest
 from contracts.engine.discover import SourceFile
@@ -225,7 +225,7 @@ class _PartReader:
             else:
                 part.texts[f.rel] = data
         if self.reader is not None:
-            part.statements[f.rel] = _statements_of(self.reader, data)
+            part.statements[f.rel] = _statements_of(self.reader, data, plain=workers.in_worker())
         # Every file's hash (SHA-1): after a fresh copy or checkout (every ctime new) the
         # unchanged files are told by it, without the prefilter.
         digest = content_digest(data) if self.context.hashed else None
@@ -343,19 +343,21 @@ class _PartReader:
         return self.part
 
 
-def _statements_of(reader, data: bytes) -> tuple:
-    """What the plan's `statement_roots` ask of every file's text: (statements, as
-    `import_lines.as_rows`, unsure lines, whole file unsure, its `runtime.text_facts`, the names
-    of its column-0 `def`s and `class`es); plain values, for a worker to send. (Read here, on
+def _statements_of(reader, data: bytes, plain: bool) -> tuple:
+    """What the plan's `statement_roots` ask of every file's text: (statements, unsure lines, whole
+    file unsure, its `runtime.text_facts`, the names of its column-0 `def`s and `class`es as
+    `index.def_names_at_column_0` joins them). `plain`: for a worker to send, the statements as
+    `import_lines.as_rows` makes them (this process keeps its own as they are). (Read here, on
     every core, rather than after the read.)"""
     # (start-up: ~14 ms for `index` and `runtime`, only for a plan with `statement_roots`)
     from contracts.engine.import_lines import WHOLE_FILE, as_rows
-    from contracts.engine.index import defs_at_column_0
+    from contracts.engine.index import def_names_at_column_0
     from contracts.engine.runtime import text_facts
 
     found, doubt = reader.read(data)
     whole = doubt is WHOLE_FILE  # (an identity: it would not survive pickling)
-    return as_rows(found), [] if whole else doubt, whole, text_facts(data), defs_at_column_0(data)
+    return (as_rows(found) if plain else found), [] if whole else doubt, whole, text_facts(data), \
+        def_names_at_column_0(data)
 
 
 def store_edges(records: dict, files: list[SourceFile], edges: dict, failed: dict, plan: ScanPlan,

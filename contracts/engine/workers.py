@@ -38,6 +38,12 @@ MAX_CHUNKS = 2048  # (4,096 bytes: one atomic pipe write)
 _TASKS = "/proc/self/task"  # one entry per thread of this process, native ones included (Linux)
 
 _SERIAL = [None]  # why the last `jobs` answered one process (`serial_reason`)
+_FORKED = [False]  # True in a child `_fork` started
+
+
+def in_worker() -> bool:
+    """Is this process a child that `map_parts` forked (what it returns goes to its parent, pickled)?"""
+    return _FORKED[0]
 
 
 def serial_reason() -> str | None:
@@ -359,6 +365,7 @@ def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
         return None
     if pid == 0:  # the child: it never returns from here
         code = 1
+        _FORKED[0] = True
         try:
             os.close(receive)
             _child_main(scan, context, pieces, queue, send)

@@ -90,3 +90,23 @@ def test_uses_inside_functions_and_classes_are_not_parsed():
 def test_nothing_left_is_an_empty_module():
     data = _module(["def user():\n    return target(1)\n"])
     assert keep_hot_statements(data, (NAME.encode(), b"__getattr__"), any_syntax=True, drop=_binds_only_others(NAME)) == b""
+
+
+_DEF_TEXT = st.lists(st.sampled_from([
+    b"def ", b"class ", b"async def ", b"\n", b"  ", b"name", b"_x1", b"\xc2\xa0", b"\xe2\x80\xa8", b"\xff",
+    b"\xc3", b"\xa9", b"\xe3\x81\x82", b"(", b":", b" = 1", b"#", b"\t",
+]), max_size=40).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_DEF_TEXT)
+@example(b"def \xc2\xa0():\nclass a\xc3 b")  # a decoded non-ASCII space, a cut UTF-8 sequence
+def test_the_column_0_names_a_reader_sends_decode_to_what_the_text_says(text):
+    """A forked reader sends a file's column-0 `def` and `class` names as one joined bytes object
+    (`def_names_at_column_0`); decoded where asked (`column_0_names`), they are the names
+    `defs_at_column_0` reads off the text, each word decoded on its own."""
+    from contracts.engine.index import _DEF_AT_COLUMN_0, _DEF_HEADS, column_0_names, def_names_at_column_0
+
+    padded = b"\n" + text if text.startswith(_DEF_HEADS) else text
+    each = {word.decode("utf-8", "replace") for word in _DEF_AT_COLUMN_0.findall(padded)}
+    assert set(column_0_names(def_names_at_column_0(text))) == each
