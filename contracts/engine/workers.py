@@ -213,6 +213,7 @@ def _in_processes(scan, context, pieces: list, queue: _Queue, n: int, meanwhile,
                   ) -> list:
     """`map_parts` over `n` processes: `n - 1` children forked first, then this process's share;
     the chunks of a child that failed are scanned here again."""
+    _pickler()  # (loaded once, before the fork: neither the child nor the reader thread loads it)
     children = [c for c in (_fork(scan, context, pieces, queue) for _ in range(n - 1)) if c is not None]
     queue.close_write()  # (every fork before any thread of this process)
     for child in children:
@@ -292,11 +293,9 @@ class _Child:
         self.reader.start()
 
     def _read(self) -> None:
-        import pickle  # (a run that forks nothing never loads it)
-
         try:
             with open(self.receive_fd, "rb") as answer:
-                self.answer.append(pickle.load(answer))
+                self.answer.append(_pickler().load(answer))
         except Exception:  # noqa: BLE001 - it died before answering, or a truncated or garbled
             return  # answer: its chunks are scanned here
 
@@ -342,6 +341,17 @@ def _wait(pid: int, flags: int) -> bool:
         return False
 
 
+def _pickler():
+    """The module whose `dump` and `load` carry an answer: `pickle`'s C core where there is one
+    (importing `pickle` itself costs 3-5 ms, which a run that forks paid twice: in the child before
+    it answers, and in the parent's reader thread in the middle of the parent's scan)."""
+    try:
+        import _pickle
+    except ImportError:  # (an interpreter without it)
+        import pickle as _pickle
+    return _pickle
+
+
 def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
     """A child forked now, taking chunks from `queue`, or None where none can be started."""
     try:
@@ -376,7 +386,6 @@ def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
 def _child_main(scan, context, pieces: list, queue: _Queue, send: int) -> None:
     """In a child: scan the chunks it takes from `queue`, and send back (ok, the chunk numbers
     taken, what `scan` returned or why it failed), pickled."""
-    import pickle
 
     queue.close_write()
     taken: list[int] = []
@@ -388,4 +397,4 @@ def _child_main(scan, context, pieces: list, queue: _Queue, send: int) -> None:
     except BaseException as e:  # noqa: BLE001 - reported as a failure; the parent rescans
         answer = (False, taken, repr(e))
     with open(send, "wb") as out:  # (pickled into the pipe, frame by frame: the parent unpickles as it comes)
-        pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
+        _pickler().dump(answer, out, protocol=-1)  # (-1: the highest protocol)
