@@ -610,13 +610,13 @@ class ModuleIndex:
         return [s for s in (self.text(module), self.stub_text(module)) if s is not None]
 
     def _binds_now(self, module: str, name: str, internal, _seen) -> bool | None:
-        """`binds` before the run-time bindings: a submodule or an attribute every module has, then
-        what the module's sources say (`_sources_bind`)."""
-        if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
-            return True
+        """`binds` before the run-time bindings: a column-0 binding (most names), a submodule or an
+        attribute every module has, then what the module's sources say (`_sources_bind`)."""
         kind = self.other.get(module)
         if kind not in ("excluded", "extension") and module in self.py and name in self._column_0(module):
             return True  # (`_sources_bind`'s first answer, before its texts are read: most names end here)
+        if self.exists(f"{module}.{name}") or implicit(name, self.is_package(module)):
+            return True
         sources = self._source_lists.get(module, _UNREAD)
         if sources is _UNREAD:  # (asked once per name imported from the module: read once)
             sources = self._source_lists[module] = self._sources(module, kind)
