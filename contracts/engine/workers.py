@@ -309,26 +309,41 @@ class _Child:
         if not ok:
             _wait(self.pid, 0)
             return None
-        _EXITING.append(self.pid)
-        _reap()
+        _leaving(self.pid)
         return taken, value
 
     def stop(self) -> None:
-        """End the child now (this process failed while it ran): it is killed and reaped."""
+        """End the child now (this process failed while it ran): it is killed and reaped, and the
+        thread reading its answer ends (the pipe closes with it)."""
         try:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:  # it has ended already
             pass
         _wait(self.pid, 0)
+        if self.reader is not None:
+            self.reader.join()
 
 
 _EXITING: list[int] = []  # children that answered and may still be leaving
 
 
-def _reap() -> None:
-    """Reap the children that answered and have ended since (a child not yet gone is reaped at the
-    next call, or by the system once this process exits)."""
-    _EXITING[:] = [pid for pid in _EXITING if not _wait(pid, os.WNOHANG)]
+def _reap(block: bool = False) -> None:
+    """Reap the children that answered and have ended since; with `block`, wait for every one
+    (at this process's exit, `atexit`: no child outlives it, and the time the children took is
+    counted among its children's, as `time` and a benchmark's `RUSAGE_CHILDREN` read it)."""
+    flags = 0 if block else os.WNOHANG
+    _EXITING[:] = [pid for pid in _EXITING if not _wait(pid, flags)]
+
+
+def _leaving(pid: int) -> None:
+    """`pid` answered and is leaving: reaped now if it is gone, else later (`_reap`)."""
+    if not _EXITING:
+        import atexit  # (built in: nothing to load)
+
+        atexit.unregister(_reap)
+        atexit.register(_reap, True)
+    _EXITING.append(pid)
+    _reap()
 
 
 def _wait(pid: int, flags: int) -> bool:

@@ -231,6 +231,28 @@ def test_a_child_that_answered_is_reaped_and_leaves_no_zombie():
         os.waitpid(child, os.WNOHANG)  # reaped: nothing is left to wait for
 
 
+def test_no_child_outlives_the_run():
+    """A child still leaving when the run ends is waited for at exit: none is left behind, and
+    the time it took counts among the process's children's (what `time` and the benchmarks read)."""
+    code = (
+        "import os, sys, time\n"
+        "from contracts.engine import workers\n"
+        "answer = workers._child_main\n"
+        "def slow(*args):\n"
+        "    answer(*args)\n"
+        "    time.sleep(0.5)  # still there after its answer\n"
+        "workers._child_main = slow\n"
+        "files = [type('F', (), {'rel': str(i)})() for i in range(500)]\n"
+        "parts = workers.map_parts(lambda c, chunks: [os.getpid()] + [f.rel for ch in chunks for f in ch], None, files, 2)\n"
+        "print(next(p[0] for p in parts if p[0] != os.getpid()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert done.returncode == 0, done.stderr
+    child = int(done.stdout.split()[-1])
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # gone when its parent was: reaped, not left to run on
+
+
 def test_an_error_here_stops_the_children_it_forked(tmp_path):
     """The children are this run's: where this process fails (an error, ^C), none is left
     running on its own."""
@@ -242,7 +264,8 @@ def test_an_error_here_stops_the_children_it_forked(tmp_path):
             while not pids.exists():  # (the child has started)
                 time.sleep(0.01)
             raise KeyboardInterrupt
-        pids.write_text(str(os.getpid()))
+        (tmp_path / "pid.tmp").write_text(str(os.getpid()))
+        os.replace(tmp_path / "pid.tmp", pids)  # (whole when it appears)
         time.sleep(60)  # a child that would run on
         return []
 
