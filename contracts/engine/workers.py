@@ -401,7 +401,6 @@ def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
 def _child_main(scan, context, pieces: list, queue: _Queue, send: int) -> None:
     """In a child: scan the chunks it takes from `queue`, and send back (ok, the chunk numbers
     taken, what `scan` returned or why it failed), pickled."""
-
     queue.close_write()
     taken: list[int] = []
     try:
