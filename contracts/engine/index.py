@@ -441,7 +441,7 @@ class ModuleIndex:
         self._searches = 0
         self.unsure: set[str] = set()  # modules whose statements the text pass could not all read
         self._binds: dict[tuple[str, str], bool | None] = {}
-        self.defs: dict[str, bytes | set[str]] = {}  # module -> `def_names_at_column_0` of its `.py`, read already
+        self.defs: dict[str, bytes] = {}  # module -> `def_names_at_column_0` of its `.py`, read already
         self.runtime = Runtime(self)
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}
@@ -575,13 +575,12 @@ class ModuleIndex:
         found = self._import_bound.get(module)
         if found is None:
             found = {name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
-            defs = self.defs.get(module)
-            if defs is None:
+            joined = self.defs.get(module)  # (as the reader sent them)
+            if joined is not None:
+                found.update(column_0_names(joined))
+            else:
                 text = self.text(module)
-                defs = defs_at_column_0(text) if text is not None else ()
-            elif type(defs) is bytes:  # (as a reader sent them: `def_names_at_column_0`)
-                defs = column_0_names(defs)
-            found.update(defs)
+                found.update(defs_at_column_0(text) if text is not None else ())
             self._import_bound[module] = found
         return found
 
