@@ -67,7 +67,8 @@ class Model(Record, hidden=("_pending",)):
     shared: SharedTexts | None
     workers: int  # processes that read the files (`workers.py`)
     # rel path -> (statements, unsure lines, whole file unsure, `runtime.text_facts`, column-0
-    # `def`/`class` names), read in this run for `ScanPlan.statement_roots`.
+    # `def`/`class` names as `index.def_names_at_column_0` joins them), read in this run for
+    # `ScanPlan.statement_roots`.
     statements: dict[str, tuple]
     statement_roots: tuple[str, ...]  # what `statements` were read for
     # path -> SHA-1 of the content its record was made from (a cache is kept): the stamp keeps
