@@ -54,6 +54,7 @@ from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
 from contracts.engine.runtime import SYS_MODULES_WRITE, Runtime
 from contracts.engine.scan import MAX_PARSE_BYTES, decode_source, older_syntax_ast
+from contracts.engine.shared_texts import SpanTable, span_table
 from contracts.engine.window import keep_hot_statements
 
 # What every module has without binding it (`__path__` too, for a package): never missing.
@@ -428,7 +429,7 @@ class ModuleIndex:
     def __init__(self, src: str, discovery, texts: dict[str, bytes] | None = None,
                  statements: dict | None = None, shared=None) -> None:
         self.src = src
-        self.shared = shared  # `shared_texts.SharedTexts`: the texts forked readers read, or None
+        self.shared = shared  # `shared_texts.SharedTexts`: the texts the readers put there, or None
         self.py = discovery.by_module
         self.other = discovery.other_modules
         self.texts = texts if texts is not None else {}
@@ -446,7 +447,7 @@ class ModuleIndex:
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}
         self._containing: dict[bytes, frozenset[str]] = {}
-        self._texts_by_module: list[tuple[str, bytes | tuple[int, int]]] | None = None  # (`_haystack`)
+        self._texts_by_module: tuple[list[tuple[str, bytes]], SpanTable] | None = None  # (`_haystack`)
         self._source_lists: dict[str, list[bytes] | None] = {}  # module -> `_sources`
         self._excluded: bool | None = None  # does any module of `other` stand for an excluded one?
 
@@ -489,7 +490,7 @@ class ModuleIndex:
             return None
 
     def file_text(self, f: SourceFile) -> bytes:
-        """`f`'s content: read by this run already (here, or by a forked reader into `shared`),
+        """`f`'s content: read by this run already (kept, or put into `shared` by a reader),
         else read now (OSError where it cannot be), and kept."""
         data = self.texts.get(f.rel)
         if data is None:
@@ -720,21 +721,29 @@ class ModuleIndex:
 
     def _texts_with(self, key: bytes):
         """(module, text, lo, hi) of each readable `.py` module whose text, `text[lo:hi]`, holds the
-        bytes `key`, by name: `text` is its bytes, or the map of `shared` (searched in place)."""
-        shared = self.shared
-        for m, text in self._haystack():
-            if type(text) is bytes:
-                if key in text:
-                    yield m, text, 0, len(text)
-            elif shared.holds(key, text):
-                yield m, shared.map, text[0], text[1]
+        bytes `key`: `text` is its bytes, or the map of `shared` (searched in place, in one pass)."""
+        texts, table = self._haystack()
+        for m, text in texts:
+            if key in text:
+                yield m, text, 0, len(text)
+        if table[0]:
+            shared = self.shared
+            for m, lo, hi in shared.holding(key, table):
+                yield m, shared.map, lo, hi
 
-    def _haystack(self) -> list[tuple[str, bytes | tuple[int, int]]]:
-        """(module, text) of every readable `.py` module, by name: what a search goes through,
-        listed once (each search of the tree is then a loop over texts in memory). A text that a
-        forked reader put in `shared` (`shared_texts.py`) is its span there."""
+    def _haystack(self) -> tuple[list[tuple[str, bytes]], SpanTable]:
+        """What a search of every readable `.py` module goes through, listed once: (module, text)
+        of those read here or apart, by name, and the `SpanTable` of those the readers put in
+        `shared` (`shared_texts.py`)."""
         if self._texts_by_module is None:
-            self._texts_by_module = [(m, text) for m in sorted(self.py) if (text := self._text_or_span(m)) is not None]
+            texts, spans = [], []
+            for m in sorted(self.py):
+                text = self._text_or_span(m)
+                if type(text) is tuple:
+                    spans.append((m, text))
+                elif text is not None:
+                    texts.append((m, text))
+            self._texts_by_module = texts, span_table(spans)
         return self._texts_by_module
 
     def _text_or_span(self, module: str) -> bytes | tuple[int, int] | None:

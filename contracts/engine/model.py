@@ -63,7 +63,7 @@ class Model(Record, hidden=("_pending",)):
     generation: str
     started: float  # when the build started, before it read anything
     texts: dict[str, bytes]  # rel path -> content, read in this run (`ScanPlan.texts`)
-    # The texts forked readers read (`ScanPlan.texts`), not in `texts`: read from there, not again from disk.
+    # The texts the readers of a forked run read (`ScanPlan.texts`), not in `texts`: read from there, not again from disk.
     shared: SharedTexts | None
     workers: int  # processes that read the files (`workers.py`)
     # rel path -> (statements, unsure lines, whole file unsure, `runtime.text_facts`, column-0
@@ -174,7 +174,7 @@ class _Build:
         self.touched: set[str] = set()  # the files read, parsed or scanned in this run
         self.decoded: set[str] = set()  # modules whose edges come from `ast` (DECODED)
         self.early: tuple | None = None  # the closure scanned while the files were read
-        self.shared: SharedTexts | None = None  # where forked readers put their texts (`read`)
+        self.shared: SharedTexts | None = None  # where the readers put their texts (`read`, when it forks)
         self.phases: dict[str, float] = {}
         self.clock = time.perf_counter()
 
@@ -220,7 +220,11 @@ class _Build:
                               part_tools(plan, forking=n_jobs > 1) if todo else None, self.shared)
         # (The heaviest files first, in chunks of equal weight: a file's cost is roughly its
         # bytes, with ~2 kB of it per file.)
-        parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight, own=self._lead_files())
+        try:
+            parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight, own=self._lead_files())
+        finally:
+            if self.shared is not None:
+                self.shared.sealed()  # (every reader has finished)
         self.model.workers = n_jobs
         self.lap(f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}")
         return parts

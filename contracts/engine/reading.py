@@ -79,7 +79,7 @@ class PartContext(Record, frozen=True):
     hashed: bool  # a cache is kept: every file read gets its content hash
     scanner: EdgeScanner
     tools: tuple | None  # `part_tools(plan)`, made once for every part
-    # Where a forked reader puts the texts `ScanPlan.texts` keeps (`shared_texts.py`), or None.
+    # Where the readers put the texts `ScanPlan.texts` keeps (`shared_texts.py`), or None.
     shared: SharedTexts | None
 
     def __init__(self, plan: ScanPlan, old_files: dict, inside: tuple[str, ...], known: dict, roots: dict,
@@ -112,7 +112,7 @@ class Part(Record):
     touched: set[str]
     decoded: set[str]
     texts: dict[str, bytes]  # `ScanPlan.texts`
-    shared: list[str]  # the files whose texts a forked reader put in `PartContext.shared`
+    shared: list[str]  # the files whose texts this part put in `PartContext.shared`
     statements: dict[str, tuple]  # `ScanPlan.statement_roots`
     # The closure's prediction, made and scanned by the part that read every module under the
     # graph prefixes (`scan_part`'s `lead`): (edges, failed, the modules scanned), or None.
@@ -177,7 +177,7 @@ class _PartReader:
         self.part = Part()
         self.prefilter, self.graph_prefilter, self.reader = context.tools or part_tools(context.plan)
         shared = context.shared
-        self.sink = shared if shared is not None and shared.owner != os.getpid() else None  # (a forked reader's)
+        self.sink = shared  # (every reader's texts go there: the rules search them all in one map)
         self.background = _Background(context.scanner)
         self.waiting: dict[int, list[SourceFile]] = {_ALL_EDGES: [], _EDGES_INTO: [], _SYNTAX: []}
         self.held = dict.fromkeys(self.waiting, 0)  # bytes waiting, by kind

@@ -9,10 +9,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from contracts.check import run
 from contracts.config import zero_config
 from contracts.engine.discover import SourceFile
-from contracts.engine.shared_texts import SharedTexts
+from contracts.engine.shared_texts import SharedTexts, span_table
 from tests.contracts.conftest import REPO, run_cli
 
 
@@ -20,7 +24,18 @@ def _file(rel: str, size: int) -> SourceFile:
     return SourceFile(f"/t/{rel}", rel, rel[:-3].replace("/", "."), False, 0, size)
 
 
-def test_a_text_goes_only_in_a_slot_of_its_size_and_reads_back_once_received():
+@pytest.fixture(params=["memory file", "anonymous map"])
+def backing(request, monkeypatch):
+    """Each way the map is had: a memory file written with `pwrite` (Linux), or an anonymous map
+    written through (elsewhere, or where no memory file can be made)."""
+    if request.param == "anonymous map":
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    elif not hasattr(os, "memfd_create"):
+        pytest.skip("no memory files on this platform")
+    return request.param
+
+
+def test_a_text_goes_only_in_a_slot_of_its_size_and_reads_back_once_received(backing):
     files = [_file("a.py", 5), _file("b.py", 3), _file("empty.py", 0), _file("big.py", 50)]
     shared = SharedTexts.for_files(files, limit=10)
     assert shared is not None and set(shared.slots) == {"a.py", "b.py"}  # (nothing to share, or over the limit)
@@ -33,6 +48,44 @@ def test_a_text_goes_only_in_a_slot_of_its_size_and_reads_back_once_received():
     span = shared.span("a.py")
     assert shared.holds(b"ell", span) and not shared.holds(b"lo!", span)
     assert not shared.holds(b"hello", (span[0], span[1] - 1))  # (a span's end bounds the search)
+
+
+def test_sealed_closes_the_memory_file_and_keeps_what_was_put(backing):
+    shared = SharedTexts.for_files([_file("a.py", 5)], limit=10)
+    assert shared.put("a.py", b"hello")
+    fd = shared.fd
+    assert (fd is None) == (backing == "anonymous map")
+    shared.sealed()
+    shared.sealed()  # (once is enough; again is nothing)
+    if fd is not None:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    shared.received(["a.py"])
+    assert shared.text("a.py") == b"hello"
+
+
+_WORDS = st.text("ab_", min_size=1, max_size=3).map(str.encode)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.text("ab_ ", max_size=12).map(str.encode), min_size=1, max_size=8),
+       listed=st.lists(st.booleans(), min_size=8, max_size=8), put=st.lists(st.booleans(), min_size=8, max_size=8),
+       word=_WORDS)
+def test_one_pass_over_the_map_finds_the_texts_a_search_of_each_finds(texts, listed, put, word):
+    """`holding` (one `find` over the whole map) names the texts of its table that hold the word,
+    as a search of each text does: not a text outside the table (another file's, or a slot never
+    put) that holds it, and not an occurrence that runs from one text into the next."""
+    files = [_file(f"m{i}.py", len(t)) for i, t in enumerate(texts)]
+    shared = SharedTexts.for_files(files, limit=100)
+    if shared is None:  # (every text empty)
+        return
+    for f, text, keep in zip(files, texts, put):
+        if keep and f.rel in shared.slots:
+            shared.put(f.rel, text)
+    shared.received([f.rel for f in files if f.rel in shared.slots])
+    spans = [(f.rel, shared.span(f.rel)) for f, on in zip(files, listed) if on and f.rel in shared.slots]
+    expected = [rel for rel, span in sorted(spans, key=lambda item: item[1]) if shared.holds(word, span)]
+    assert [rel for rel, _lo, _hi in shared.holding(word, span_table(spans))] == expected
 
 
 def test_no_slot_at_all_is_no_map():
