@@ -50,6 +50,7 @@ from functools import cached_property
 from contracts._record import Record
 from contracts.engine.discover import SourceFile, discover
 from contracts.engine.files import read_capped, read_regular
+from contracts.engine.import_lines import Statement, unpacked
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
 from contracts.engine.runtime import SYS_MODULES_WRITE, Runtime
@@ -424,7 +425,8 @@ _HEADS = (b"", b"def ", b"class ", b"async def ")
 class ModuleIndex:
     """What exists in a tree and what its modules bind. `texts`: rel path -> content already
     read (others are read on demand); `statements`: module -> the import statements the text
-    pass read (`import_lines`), used for column-0 imports and star imports."""
+    pass read (`import_lines`; a worker's `packed`), used for column-0 imports and star imports
+    (`statements_of`)."""
 
     def __init__(self, src: str, discovery, texts: dict[str, bytes] | None = None,
                  statements: dict | None = None, shared=None) -> None:
@@ -533,6 +535,14 @@ class ModuleIndex:
                 self._children.setdefault(m.rpartition(".")[2], set()).add(m)
         return self._children.get(name, set())
 
+    def statements_of(self, module: str) -> list[Statement]:
+        """The statements the text pass read in `module` (made here from a worker's `packed` rows
+        the first time they are asked for)."""
+        found = self.statements.get(module, ())
+        if type(found) is bytes:
+            found = self.statements[module] = unpacked(found)
+        return found
+
     # ---- names
 
     def bindings(self, module: str, name: str | None = None) -> Bindings | None:
@@ -575,7 +585,7 @@ class ModuleIndex:
         expression over every line costs far more)."""
         found = self._import_bound.get(module)
         if found is None:
-            found = {name for s in self.statements.get(module, ()) if s.indent == 0 for name in s.bound}
+            found = {name for s in self.statements_of(module) if s.indent == 0 for name in s.bound}
             joined = self.defs.get(module)  # (as the reader sent them)
             if joined is not None:
                 found.update(column_0_names(joined))
@@ -650,7 +660,7 @@ class ModuleIndex:
 
     def _text_stars(self, module: str) -> list[tuple[int, str | None]]:
         """The star imports of a module the text pass read whole: (level, module) of each."""
-        return [(s.level, s.module) for s in self.statements.get(module, ()) if s.kind == "from" and "*" in s.names]
+        return [(s.level, s.module) for s in self.statements_of(module) if s.kind == "from" and "*" in s.names]
 
     def _binds_by_star(self, module: str, name: str, stars: list, internal, _seen) -> bool | None:
         """Does one of `module`'s star imports bring `name`? Unknown where one cannot be followed

@@ -347,16 +347,16 @@ def _statements_of(reader, data: bytes, plain: bool) -> tuple:
     """What the plan's `statement_roots` ask of every file's text: (statements, unsure lines, whole
     file unsure, its `runtime.text_facts`, the names of its column-0 `def`s and `class`es as
     `index.def_names_at_column_0` joins them). `plain`: for a worker to send, the statements as
-    `import_lines.as_rows` makes them (this process keeps its own as they are). (Read here, on
+    `import_lines.packed` makes them (this process keeps its own as they are). (Read here, on
     every core, rather than after the read.)"""
     # (start-up: ~14 ms for `index` and `runtime`, only for a plan with `statement_roots`)
-    from contracts.engine.import_lines import WHOLE_FILE, as_rows
+    from contracts.engine.import_lines import WHOLE_FILE, packed
     from contracts.engine.index import def_names_at_column_0
     from contracts.engine.runtime import text_facts
 
     found, doubt = reader.read(data)
     whole = doubt is WHOLE_FILE  # (an identity: it would not survive pickling)
-    return (as_rows(found) if plain else found), [] if whole else doubt, whole, text_facts(data), \
+    return (packed(found) if plain else found), [] if whole else doubt, whole, text_facts(data), \
         def_names_at_column_0(data)
 
 

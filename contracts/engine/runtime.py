@@ -114,7 +114,7 @@ class Runtime:
         if not self._injectors:
             return False
         package = self.index.is_package(module)
-        for s in self.index.statements.get(module, ()):
+        for s in self.index.statements_of(module):
             if s.kind in ("from", "import"):
                 targets = [resolve_relative(module, package, s.level, s.module)] if s.kind == "from" else s.names
                 if any(t in self._injectors for t in targets if t):

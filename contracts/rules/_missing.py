@@ -19,7 +19,7 @@ from __future__ import annotations
 from contracts.config import Config, MissingSpec
 from contracts.engine import workers
 from contracts.engine.files import read_capped
-from contracts.engine.import_lines import WHOLE_FILE, StatementReader, from_rows
+from contracts.engine.import_lines import WHOLE_FILE, StatementReader
 from contracts.engine.index import ModuleIndex, plain_value, text_definitions
 from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import is_under, resolve_relative
@@ -93,8 +93,7 @@ class _Analysis:
         for f in model.discovery.files:
             done = read.get(f.rel)
             if done is not None:
-                rows, doubt, whole, fact, defs[f.module] = done
-                found = from_rows(rows)
+                found, doubt, whole, fact, defs[f.module] = done  # (a worker's statements `packed`)
                 doubt = WHOLE_FILE if whole else doubt
             else:
                 data = texts.get(f.rel)
@@ -116,7 +115,7 @@ class _Analysis:
         index.defs = defs
         if len(facts) == len(index.py):  # every module's: the tree need not be searched for them
             index.runtime.facts = facts
-        self._unsure, self._statements = unsure, statements
+        self._unsure = unsure
         # The files in as many processes as read them (a fork of this one, which holds the index:
         # each file's findings are the index's answers, whichever process asks), else here.
         jobs = model.workers if model.workers > 1 and workers.fork_is_safe() else 1
@@ -129,7 +128,7 @@ class _Analysis:
         if doubt is WHOLE_FILE:
             return self._exact(f, self._text(f), None)
         # The suspects, and the lines the text pass could not read (parsed around them).
-        lines = sorted({*self._suspect_lines(f, self._statements[f.module]), *doubt})
+        lines = sorted({*self._suspect_lines(f, self.index.statements_of(f.module)), *doubt})
         return self._exact(f, self._text(f), lines) if lines else []
 
     def importers(self, files) -> list[Finding]:

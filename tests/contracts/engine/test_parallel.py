@@ -11,12 +11,15 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contracts import config as config_mod
 from contracts.check import run
 from contracts.engine import model as model_mod
 from contracts.engine import reading as reading_mod
 from contracts.engine import workers
+from contracts.engine.import_lines import Statement, StatementReader, packed, unpacked
 from tests.contracts.conftest import REPO, run_cli
 
 
@@ -338,6 +341,24 @@ def test_missing_imports_read_in_workers_gives_what_one_process_gives(tmp_path):
     assert out["1"] == out["2"]
     rules = [f["rule"] for f in json.loads(out["1"])["findings"]]
     assert rules.count("missing-name") >= 30 and rules.count("missing-module") >= 30
+
+
+_LINES = st.sampled_from([
+    "from pkg.a import b", "import pkg.x.y as z, pkg.w", "from . import (a,\n    b as c,\n)", "from ..m import *",
+    "    from pkg.b import c  # indented", "x = 'pkg.mod:attr'", 'importlib.import_module("pkg.q")',
+    "from pkg import (\n  a,  # one\n  b,\n)", "lazy from pkg.l import m", "import os", "from other import *",
+    "if x: import pkg.after_colon", "y = 1"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(_LINES, max_size=12))
+def test_packed_statements_come_back_as_they_were_read(lines):
+    """What a worker sends of a file's statements (`packed`) is made again field for field, as
+    `Statement`s (`unpacked`); statements read in this process are taken as they are."""
+    statements, _ = StatementReader(("pkg",)).read("\n".join(lines).encode())
+    back = unpacked(packed(statements))
+    assert back == statements and all(type(s) is Statement for s in back)
+    assert unpacked(statements) is statements
 
 
 def test_the_progress_line_does_not_keep_a_terminal_run_on_one_core(tree):
