@@ -55,7 +55,7 @@ from contracts.engine.records import MAX_READ_BYTES
 from contracts.engine.resolve import resolve_relative
 from contracts.engine.runtime import SYS_MODULES_WRITE, Runtime
 from contracts.engine.scan import MAX_PARSE_BYTES, decode_source, older_syntax_ast
-from contracts.engine.shared_texts import SpanTable, span_table
+from contracts.engine.shared_texts import holding
 from contracts.engine.window import keep_hot_statements
 
 # What every module has without binding it (`__path__` too, for a package): never missing.
@@ -449,7 +449,7 @@ class ModuleIndex:
         self._definers: dict[tuple[str, ...], frozenset[str]] = {}
         self._stubs: dict[str, bytes | None] = {}
         self._containing: dict[bytes, frozenset[str]] = {}
-        self._texts_by_module: tuple[list[tuple[str, bytes]], SpanTable] | None = None  # (`_haystack`)
+        self._texts_by_module: tuple[list[tuple[str, bytes]], list] | None = None  # (`_haystack`)
         self._source_lists: dict[str, list[bytes] | None] = {}  # module -> `_sources`
         self._excluded: bool | None = None  # does any module of `other` stand for an excluded one?
 
@@ -731,19 +731,18 @@ class ModuleIndex:
 
     def _texts_with(self, key: bytes):
         """(module, text, lo, hi) of each readable `.py` module whose text, `text[lo:hi]`, holds the
-        bytes `key`: `text` is its bytes, or the map of `shared` (searched in place, in one pass)."""
-        texts, table = self._haystack()
+        bytes `key`: `text` is its bytes, or a map of `shared` (searched in place, in one pass)."""
+        texts, tables = self._haystack()
         for m, text in texts:
             if key in text:
                 yield m, text, 0, len(text)
-        if table[0]:
-            shared = self.shared
-            for m, lo, hi in shared.holding(key, table):
-                yield m, shared.map, lo, hi
+        for text, table in tables:
+            for m, lo, hi in holding(text, key, table):
+                yield m, text, lo, hi
 
-    def _haystack(self) -> tuple[list[tuple[str, bytes]], SpanTable]:
+    def _haystack(self) -> tuple[list[tuple[str, bytes]], list]:
         """What a search of every readable `.py` module goes through, listed once: (module, text)
-        of those read here or apart, by name, and the `SpanTable` of those the readers put in
+        of those read here or apart, by name, and (map, `SpanTable`) of those the readers put in
         `shared` (`shared_texts.py`)."""
         if self._texts_by_module is None:
             texts, spans = [], []
@@ -753,10 +752,10 @@ class ModuleIndex:
                     spans.append((m, text))
                 elif text is not None:
                     texts.append((m, text))
-            self._texts_by_module = texts, span_table(spans)
+            self._texts_by_module = texts, (self.shared.tables(spans) if spans else [])
         return self._texts_by_module
 
-    def _text_or_span(self, module: str) -> bytes | tuple[int, int] | None:
+    def _text_or_span(self, module: str) -> bytes | tuple[int, int, int] | None:
         rel = self.py[module].rel
         data = self.texts.get(rel)
         if data is None and self.shared is not None:

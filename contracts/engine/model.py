@@ -141,7 +141,7 @@ def _unchanged(entry: FileRecord, f: SourceFile) -> bool:
 
 
 def _weight(f: SourceFile) -> int:
-    return f.size + 2048
+    return max(f.size, 0) + 2048  # (-1: not known, `discover`'s `sizes`: every file alike)
 
 
 def build_model(src: str, plan: ScanPlan, cache_dir: str | None = None, jobs: int | None = None,
@@ -190,7 +190,9 @@ class _Build:
     def walk(self) -> None:
         """Discover the files, and split them into the ones whose record holds and those to read."""
         plan, src = self.plan, self.src
-        self.disc = disc = discover(src, plan.roots, plan.layout)
+        # (Sizes and times: for the cache's stamps, and to batch what goes to grimp's scanner;
+        # a plan that reads the texts alone, with no cache, asks the readers' `fstat` instead.)
+        self.disc = disc = discover(src, plan.roots, plan.layout, sizes=self.cache is not None or not plan.looks_for_nothing)
         self.lap("walk")
         self.inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
         self.model = Model(src=src, discovery=disc, cache_status=self.cache.status if self.cache else "off",
@@ -214,7 +216,7 @@ class _Build:
         self.restart()
         plan, todo = self.plan, self.todo
         n_jobs = workers.jobs(jobs, len(todo), sum(1 for f in todo if f.rel not in self.old_files))
-        self.shared = SharedTexts.for_files(todo, MAX_READ_BYTES) if plan.texts and n_jobs > 1 else None
+        self.shared = SharedTexts.for_readers(n_jobs, MAX_READ_BYTES) if plan.texts and n_jobs > 1 else None
         context = PartContext(plan, self.old_files, self.inside, self.known, self.roots, self.started,
                               self.cache is not None, self.scanner,
                               part_tools(plan, forking=n_jobs > 1) if todo else None, self.shared)
@@ -222,9 +224,14 @@ class _Build:
         # bytes, with ~2 kB of it per file.)
         try:
             parts = workers.map_parts(scan_part, context, todo, n_jobs, weight=_weight, own=self._lead_files())
-        finally:
+        except BaseException:
             if self.shared is not None:
-                self.shared.sealed()  # (every reader has finished)
+                self.shared.sealed()  # (its files closed)
+            raise
+        if self.shared is not None:  # every reader has finished: what they put is mapped here
+            for part in parts:
+                self.shared.received(part.shared)
+            self.shared.sealed()
         self.model.workers = n_jobs
         self.lap(f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}")
         return parts
@@ -256,8 +263,7 @@ class _Build:
         self.decoded |= part.decoded
         if self.plan.texts:
             self.model.texts.update(part.texts)
-            if part.shared:
-                self.shared.received(part.shared)
+            if part.shared and self.shared.maps:
                 self.model.shared = self.shared
             self.model.statements.update(part.statements)
 

@@ -112,7 +112,7 @@ class Part(Record):
     touched: set[str]
     decoded: set[str]
     texts: dict[str, bytes]  # `ScanPlan.texts`
-    shared: list[str]  # the files whose texts this part put in `PartContext.shared`
+    shared: dict[str, tuple]  # the texts this part put in `PartContext.shared`: rel -> where
     statements: dict[str, tuple]  # `ScanPlan.statement_roots`
     # The closure's prediction, made and scanned by the part that read every module under the
     # graph prefixes (`scan_part`'s `lead`): (edges, failed, the modules scanned), or None.
@@ -120,12 +120,12 @@ class Part(Record):
     stored: bool  # `records` hold plain lists (`before_transfer`)
 
     def __init__(self, records: dict | None = None, unreadable: dict | None = None, touched: set | None = None,
-                 decoded: set | None = None, texts: dict | None = None, shared: list | None = None,
+                 decoded: set | None = None, texts: dict | None = None, shared: dict | None = None,
                  statements: dict | None = None, early: tuple | None = None, stored: bool = False) -> None:
         self.__dict__.update(
             records={} if records is None else records, unreadable={} if unreadable is None else unreadable,
             touched=set() if touched is None else touched, decoded=set() if decoded is None else decoded,
-            texts={} if texts is None else texts, shared=[] if shared is None else shared,
+            texts={} if texts is None else texts, shared={} if shared is None else shared,
             statements={} if statements is None else statements, early=early, stored=stored)
 
     def before_transfer(self) -> None:
@@ -220,8 +220,9 @@ class _PartReader:
         part = self.part
         part.touched.add(f.rel)
         if self.plan.texts:
-            if self.sink is not None and self.sink.put(f.rel, data):
-                part.shared.append(f.rel)
+            placed = self.sink.put(f.rel, data, workers.worker_number()) if self.sink is not None else None
+            if placed is not None:
+                part.shared[f.rel] = placed
             else:
                 part.texts[f.rel] = data
         if self.reader is not None:

@@ -38,11 +38,16 @@ MAX_CHUNKS = 2048  # (4,096 bytes: one atomic pipe write)
 _TASKS = "/proc/self/task"  # one entry per thread of this process, native ones included (Linux)
 
 _SERIAL = [None]  # why the last `jobs` answered one process (`serial_reason`)
-_FORKED = [False]  # True in a child `_fork` started
+_FORKED = [0]  # in a child `_fork` started: its number (1 for the first child of a `map_parts`), else 0
 
 
 def in_worker() -> bool:
     """Is this process a child that `map_parts` forked (what it returns goes to its parent, pickled)?"""
+    return _FORKED[0] != 0
+
+
+def worker_number() -> int:
+    """0 in the process that called `map_parts`; in the children it forked, 1, 2, ... in order."""
     return _FORKED[0]
 
 
@@ -214,7 +219,7 @@ def _in_processes(scan, context, pieces: list, queue: _Queue, n: int, meanwhile,
     """`map_parts` over `n` processes: `n - 1` children forked first, then this process's share;
     the chunks of a child that failed are scanned here again."""
     _pickler()  # (loaded once, before the fork: neither the child nor the reader thread loads it)
-    children = [c for c in (_fork(scan, context, pieces, queue) for _ in range(n - 1)) if c is not None]
+    children = [c for c in (_fork(scan, context, pieces, queue, i) for i in range(1, n)) if c is not None]
     queue.close_write()  # (every fork before any thread of this process)
     for child in children:
         child.start_reading()
@@ -367,8 +372,8 @@ def _pickler():
     return _pickle
 
 
-def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
-    """A child forked now, taking chunks from `queue`, or None where none can be started."""
+def _fork(scan, context, pieces: list, queue: _Queue, number: int) -> _Child | None:
+    """The child number `number`, forked now, taking chunks from `queue`, or None where none can be started."""
     try:
         receive, send = os.pipe()
     except OSError:
@@ -387,7 +392,7 @@ def _fork(scan, context, pieces: list, queue: _Queue) -> _Child | None:
         return None
     if pid == 0:  # the child: it never returns from here
         code = 1
-        _FORKED[0] = True
+        _FORKED[0] = number
         try:
             os.close(receive)
             _child_main(scan, context, pieces, queue, send)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from contracts.engine.discover import discover
 from tests.contracts.conftest import CLEAN_TREE, REPO, run_cli, write_tree
 
 WITNESS = {"pkg/srt/witness.py": "import os\nfrom pkg.jit_kernel.norm import rms\n"}
@@ -302,6 +303,20 @@ def test_a_fifo_named_like_a_module_is_reported_and_never_opened(tmp_path):
     [(_, rule, message)] = run.at("pkg/srt/pipe.py")
     assert rule == "not-scanned" and "a FIFO, not a regular file" in message
     assert (run.scanned, run.total) == (N_CLEAN, N_CLEAN + 1)
+
+
+def test_a_walk_without_stat_finds_the_same_files_and_reports_a_fifo_alike(tmp_path):
+    """A run that keeps no cache walks without a `stat` per file (`discover`'s `sizes`): the kind
+    of each entry comes from its directory, so the same files are found, a FIFO is still
+    reported and never opened, and only the sizes and times are not known."""
+    root = make_tree(tmp_path)
+    os.mkfifo(root / "pkg/srt/pipe.py")
+    with_stat, without = (discover(str(root), ["pkg"], sizes=sizes) for sizes in (True, False))
+    assert [(f.rel, f.module, f.is_package) for f in without.files] == \
+        [(f.rel, f.module, f.is_package) for f in with_stat.files]
+    assert without.skipped == with_stat.skipped and any("a FIFO" in why for _, why in without.skipped)
+    assert {(f.size, f.mtime_ns) for f in without.files} == {(-1, 0)}
+    assert all(f.size >= 0 for f in with_stat.files)
 
 
 def test_a_file_name_that_is_not_utf8_is_reported_with_its_bytes(tmp_path):

@@ -1,6 +1,6 @@
-"""The texts forked readers hand back through one shared memory map (`engine/shared_texts.py`):
-what a rule finds with them is what it finds with texts read in one process, a file that changed
-size since the walk is read again, and nothing is put where it does not fit."""
+"""The texts the readers of a forked run hand over through memory files (`engine/shared_texts.py`):
+what a rule finds with them is what it finds with texts read in one process, and nothing is put
+where it does not fit."""
 
 from __future__ import annotations
 
@@ -15,81 +15,79 @@ from hypothesis import strategies as st
 
 from contracts.check import run
 from contracts.config import zero_config
-from contracts.engine.discover import SourceFile
-from contracts.engine.shared_texts import SharedTexts, span_table
+from contracts.engine import shared_texts
+from contracts.engine.shared_texts import SharedTexts, holding
 from tests.contracts.conftest import REPO, run_cli
 
 
-def _file(rel: str, size: int) -> SourceFile:
-    return SourceFile(f"/t/{rel}", rel, rel[:-3].replace("/", "."), False, 0, size)
-
-
-@pytest.fixture(params=["memory file", "anonymous map"])
+@pytest.fixture(params=["memory file", "temporary file"])
 def backing(request, monkeypatch):
-    """Each way the map is had: a memory file written with `pwrite` (Linux), or an anonymous map
-    written through (elsewhere, or where no memory file can be made)."""
-    if request.param == "anonymous map":
+    """Each kind of file a reader's texts go to: a memory file (Linux), or an unlinked temporary
+    file (elsewhere, or where no memory file can be made)."""
+    if request.param == "temporary file":
         monkeypatch.delattr(os, "memfd_create", raising=False)
     elif not hasattr(os, "memfd_create"):
         pytest.skip("no memory files on this platform")
     return request.param
 
 
-def test_a_text_goes_only_in_a_slot_of_its_size_and_reads_back_once_received(backing):
-    files = [_file("a.py", 5), _file("b.py", 3), _file("empty.py", 0), _file("big.py", 50)]
-    shared = SharedTexts.for_files(files, limit=10)
-    assert shared is not None and set(shared.slots) == {"a.py", "b.py"}  # (nothing to share, or over the limit)
-    assert shared.put("a.py", b"hello")
-    assert not shared.put("b.py", b"toolong")  # changed since the walk: read again where wanted
-    assert not shared.put("big.py", b"x" * 50) and not shared.put("other.py", b"x")
-    assert shared.text("a.py") is None  # not received yet: the reader may still be writing
-    shared.received(["a.py"])
-    assert shared.text("a.py") == b"hello" and shared.text("b.py") is None
+def test_each_reader_appends_to_its_own_file_and_the_texts_read_back_once_sealed(backing):
+    shared = SharedTexts.for_readers(2, limit=10)
+    assert shared is not None
+    a = shared.put("a.py", b"hello", 0)
+    b = shared.put("b.py", b"abc", 1)
+    c = shared.put("c.py", b"xy", 0)
+    assert (a, b, c) == ((0, 0, 5), (1, 0, 3), (0, 5, 7))  # (each reader's file from its start)
+    assert shared.put("big.py", b"x" * 11, 0) is None and shared.put("empty.py", b"", 1) is None
+    shared.received({"a.py": a, "b.py": b})
+    assert shared.text("a.py") is None  # not mapped yet: a reader may still be writing
+    shared.sealed()
+    assert shared.text("a.py") == b"hello" and shared.text("b.py") == b"abc"
+    assert shared.text("c.py") is None  # (put, but by no reader that finished: read again)
     span = shared.span("a.py")
     assert shared.holds(b"ell", span) and not shared.holds(b"lo!", span)
-    assert not shared.holds(b"hello", (span[0], span[1] - 1))  # (a span's end bounds the search)
+    assert not shared.holds(b"hello", (span[0], span[1], span[2] - 1))  # (a span's end bounds the search)
 
 
-def test_sealed_closes_the_memory_file_and_keeps_what_was_put(backing):
-    shared = SharedTexts.for_files([_file("a.py", 5)], limit=10)
-    assert shared.put("a.py", b"hello")
-    fd = shared.fd
-    assert (fd is None) == (backing == "anonymous map")
+def test_sealed_closes_the_files_and_keeps_what_was_put(backing):
+    shared = SharedTexts.for_readers(2, limit=10)
+    fds = list(shared.fds)
+    shared.received({"a.py": shared.put("a.py", b"hello", 1)})
     shared.sealed()
     shared.sealed()  # (once is enough; again is nothing)
-    if fd is not None:
+    for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)
-    shared.received(["a.py"])
-    assert shared.text("a.py") == b"hello"
+    assert shared.text("a.py") == b"hello" and shared.maps[0] is None  # (reader 0 put nothing)
+
+
+def test_no_file_to_be_had_is_no_sharing(monkeypatch):
+    def refused():
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(shared_texts, "_memory_file", refused)
+    assert SharedTexts.for_readers(2, limit=10) is None
 
 
 _WORDS = st.text("ab_", min_size=1, max_size=3).map(str.encode)
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts=st.lists(st.text("ab_ ", max_size=12).map(str.encode), min_size=1, max_size=8),
-       listed=st.lists(st.booleans(), min_size=8, max_size=8), put=st.lists(st.booleans(), min_size=8, max_size=8),
-       word=_WORDS)
-def test_one_pass_over_the_map_finds_the_texts_a_search_of_each_finds(texts, listed, put, word):
-    """`holding` (one `find` over the whole map) names the texts of its table that hold the word,
-    as a search of each text does: not a text outside the table (another file's, or a slot never
-    put) that holds it, and not an occurrence that runs from one text into the next."""
-    files = [_file(f"m{i}.py", len(t)) for i, t in enumerate(texts)]
-    shared = SharedTexts.for_files(files, limit=100)
-    if shared is None:  # (every text empty)
-        return
-    for f, text, keep in zip(files, texts, put):
-        if keep and f.rel in shared.slots:
-            shared.put(f.rel, text)
-    shared.received([f.rel for f in files if f.rel in shared.slots])
-    spans = [(f.rel, shared.span(f.rel)) for f, on in zip(files, listed) if on and f.rel in shared.slots]
-    expected = [rel for rel, span in sorted(spans, key=lambda item: item[1]) if shared.holds(word, span)]
-    assert [rel for rel, _lo, _hi in shared.holding(word, span_table(spans))] == expected
-
-
-def test_no_slot_at_all_is_no_map():
-    assert SharedTexts.for_files([_file("empty.py", 0)], limit=10) is None
+@given(texts=st.lists(st.text("ab_ ", min_size=1, max_size=12).map(str.encode), min_size=1, max_size=8),
+       readers=st.lists(st.integers(0, 1), min_size=8, max_size=8),
+       listed=st.lists(st.booleans(), min_size=8, max_size=8), word=_WORDS)
+def test_one_pass_over_each_map_finds_the_texts_a_search_of_each_finds(texts, readers, listed, word):
+    """`holding` (one `find` over a whole map) names the texts of its table that hold the word, as
+    a search of each text does: not a text outside the table (another module's) that holds it,
+    and not an occurrence that runs from one text into the next."""
+    shared = SharedTexts.for_readers(2, limit=100)
+    placed = {f"m{i}.py": shared.put(f"m{i}.py", text, reader) for i, (text, reader) in enumerate(zip(texts, readers))}
+    shared.received(placed)
+    shared.sealed()
+    spans = [(rel, shared.span(rel)) for rel, on in zip(placed, listed) if on]
+    expected = sorted(rel for rel, span in spans if shared.holds(word, span))
+    found = [rel for text, table in shared.tables(spans) for rel, _lo, _hi in holding(text, word, table)]
+    assert sorted(found) == expected and len(found) == len(set(found))
 
 
 def _tree(root) -> None:
@@ -130,45 +128,24 @@ import sys
 from contracts.check import run
 from contracts.config import zero_config
 from contracts.engine import model
-from contracts.engine.discover import SourceFile
 made = []
-original = model.SharedTexts.for_files
-model.SharedTexts.for_files = staticmethod(lambda files, limit: made.append(original(files, limit)) or made[-1])
-if sys.argv[2] == "stale":  # every file's size as the walk saw it, one byte off
-    walk = model.discover
-    def stale(*args, **kwargs):
-        found = walk(*args, **kwargs)
-        found.files = [SourceFile(f.path, f.rel, f.module, f.is_package, f.mtime_ns, f.size + 1, f.ctime_ns)
-                       for f in found.files]
-        found.__dict__.pop("by_module", None)  # (made again from the new list)
-        return found
-    model.discover = stale
+original = model.SharedTexts.for_readers
+model.SharedTexts.for_readers = staticmethod(lambda readers, limit: made.append(original(readers, limit)) or made[-1])
 result = run(zero_config(["pkg"], sys.argv[1]), sys.argv[1], jobs=2)
-print(len(made[0].filled) if made and made[0] is not None else -1)
+print(" ".join(map(str, sorted({reader for reader, _, _ in made[0].slots.values()}))))
 for f in sorted(map(str, result.findings)):
     print(f)
 """
 
 
-def _forked(root, mode: str) -> tuple[int, list[str]]:
-    """(texts that came back in the map, the findings) of a run in 2 processes, in a process of
-    its own (a thread another test left in this one would keep it from forking)."""
-    proc = subprocess.run([sys.executable, "-c", _SPY, str(root), mode], capture_output=True, text=True,
+def test_the_readers_texts_come_through_their_maps(tmp_path):
+    """Both readers (this process and its child) put texts, and what the rules find with them is
+    what one process finds (in a process of its own: a thread another test left in this one
+    would keep it from forking)."""
+    _tree(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", _SPY, str(tmp_path)], capture_output=True, text=True,
                           cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    filled, *findings = proc.stdout.splitlines()
-    return int(filled), findings
-
-
-def test_the_forked_readers_texts_come_through_the_map(tmp_path):
-    _tree(tmp_path)
-    filled, findings = _forked(tmp_path, "spy")
-    assert filled > 0 and findings
-    assert findings == sorted(map(str, run(zero_config(["pkg"], str(tmp_path)), str(tmp_path), jobs=1).findings))
-
-
-def test_a_file_that_changed_size_since_the_walk_is_read_again(tmp_path):
-    _tree(tmp_path)
-    filled, findings = _forked(tmp_path, "stale")
-    assert filled == 0  # no text fits its slot: each is read again where it is wanted
+    readers, *findings = proc.stdout.splitlines()
+    assert readers == "0 1" and findings
     assert findings == sorted(map(str, run(zero_config(["pkg"], str(tmp_path)), str(tmp_path), jobs=1).findings))
