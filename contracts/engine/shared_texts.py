@@ -68,7 +68,8 @@ class SharedTexts:
         """`data` in this process's last block, or a new one."""
         size, at = len(data), self._block_end
         if self._block is None or at + size > len(self._block):
-            self._block = mmap.mmap(-1, max(_BLOCK, size), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            # (no file: `mmap` asks for anonymous memory itself, as each platform spells it)
+            self._block = mmap.mmap(-1, max(_BLOCK, size), flags=mmap.MAP_PRIVATE)
             self.maps.append(self._block)
             at = 0
         self._block[at:at + size] = data
@@ -145,6 +146,8 @@ def holding(text, word: bytes, table: SpanTable):
     one search of the map from text to text, past the rest of each text it is found in (a
     search per text costs a call, and a shorter haystack, for each of thousands of texts)."""
     starts, ends, names = table
+    if not starts:
+        return
     find, at, size, last, stop = text.find, 0, len(word), len(starts) - 1, ends[-1]
     while (pos := find(word, at, stop)) >= 0:
         i = bisect_right(starts, pos) - 1

@@ -89,6 +89,7 @@ def test_one_pass_over_each_map_finds_the_texts_a_search_of_each_finds(texts, re
     expected = sorted(rel for rel, span in spans if shared.holds(word, span))
     found = [rel for text, table in shared.tables(spans) for rel, _lo, _hi in holding(text, word, table)]
     assert sorted(found) == expected and len(found) == len(set(found))
+    assert list(holding(b"", word, ([], [], []))) == []  # (an empty table: nothing to search)
 
 
 def _tree(root) -> None:
