@@ -35,7 +35,8 @@ class SharedTexts:
             for _ in range(readers - 1):
                 self.fds.append(_memory_file())
         except OSError:
-            self.sealed()
+            for fd in self.fds:
+                os.close(fd)
             raise
         self.ends = [0] * len(self.fds)  # where each forked reader's next text goes (its own copy)
         # The maps, by number: a forked reader's file (number: the reader's, less 1) once `sealed`,

@@ -62,12 +62,19 @@ def test_sealed_closes_the_files_and_keeps_what_was_put(backing):
     assert shared.text("a.py") == b"hello" and len(shared.maps) == 1  # (reader 0 put nothing)
 
 
-def test_no_file_to_be_had_is_no_sharing(monkeypatch):
-    def refused():
-        raise OSError(24, "Too many open files")
+def test_no_file_to_be_had_is_no_sharing_and_leaks_none(monkeypatch):
+    made = []
 
-    monkeypatch.setattr(shared_texts, "_memory_file", refused)
-    assert SharedTexts.for_readers(2, limit=10) is None
+    def second_refused():  # (the first file is made, the second is not: the first is closed)
+        if made:
+            raise OSError(24, "Too many open files")
+        made.append(os.open(os.devnull, os.O_RDONLY))
+        return made[-1]
+
+    monkeypatch.setattr(shared_texts, "_memory_file", second_refused)
+    assert SharedTexts.for_readers(3, limit=10) is None
+    with pytest.raises(OSError):
+        os.fstat(made[0])
 
 
 _WORDS = st.text("ab_", min_size=1, max_size=3).map(str.encode)
