@@ -66,9 +66,9 @@ class Model(Record, hidden=("_pending",)):
     # The texts the readers of a forked run read (`ScanPlan.texts`), not in `texts`: read from there, not again from disk.
     shared: SharedTexts | None
     workers: int  # processes that read the files (`workers.py`)
-    # rel path -> (statements, unsure lines, whole file unsure, `runtime.text_facts`, column-0
-    # `def`/`class` names as `index.def_names_at_column_0` joins them), read in this run for
-    # `ScanPlan.statement_roots`.
+    # rel path -> (statements (a worker's `import_lines.packed`), unsure lines, whole file unsure,
+    # `runtime.text_facts`, column-0 `def`/`class` names as `index.def_names_at_column_0` joins
+    # them), read in this run for `ScanPlan.statement_roots`.
     statements: dict[str, tuple]
     statement_roots: tuple[str, ...]  # what `statements` were read for
     # path -> SHA-1 of the content its record was made from (a cache is kept): the stamp keeps
@@ -190,8 +190,8 @@ class _Build:
     def walk(self) -> None:
         """Discover the files, and split them into the ones whose record holds and those to read."""
         plan, src = self.plan, self.src
-        # (Sizes and times: for the cache's stamps, and to batch what goes to grimp's scanner;
-        # a plan that reads the texts alone, with no cache, asks the readers' `fstat` instead.)
+        # (Sizes and times: for the cache's stamps, and to batch and guard what goes to grimp's
+        # scanner; a plan that reads the texts alone, with no cache, has no use for them.)
         self.disc = disc = discover(src, plan.roots, plan.layout, sizes=self.cache is not None or not plan.looks_for_nothing)
         self.lap("walk")
         self.inside = (os.path.realpath(src), *(os.path.realpath(os.path.join(src, r)) for r in plan.roots))
@@ -232,6 +232,7 @@ class _Build:
             for part in parts:
                 self.shared.received(part.shared)
             self.shared.sealed()
+            self.model.shared = self.shared if self.shared.slots else None
         self.model.workers = n_jobs
         self.lap(f"read {len(todo)} files in {n_jobs} process{'es' if n_jobs > 1 else ''}")
         return parts
@@ -263,8 +264,6 @@ class _Build:
         self.decoded |= part.decoded
         if self.plan.texts:
             self.model.texts.update(part.texts)
-            if part.shared and self.shared.maps:
-                self.model.shared = self.shared
             self.model.statements.update(part.statements)
 
     def _in_walk_order(self) -> None:

@@ -122,10 +122,6 @@ class SharedTexts:
         span = self.span(rel)
         return None if span is None else self.maps[span[0]][span[1]:span[2]]
 
-    def holds(self, word: bytes, span: tuple[int, int, int]) -> bool:
-        """Does the text at `span` hold `word`? (Searched in place: the text is not copied.)"""
-        return self.maps[span[0]].find(word, span[1], span[2]) >= 0
-
     def tables(self, spans) -> list[tuple[mmap.mmap, SpanTable]]:
         """(map, its `SpanTable`) for each map that (name, span) pairs fall in."""
         by_map: dict[int, list] = {}
